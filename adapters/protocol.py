@@ -1,0 +1,65 @@
+"""The adapter protocol of spec/elmo.md §11, as a typing.Protocol for type checkers and docs.
+
+The harness never requires subclassing: any object with these attributes is an adapter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+Params = Mapping[str, np.ndarray]
+
+METHODS = (
+    "scalar_mix",
+    "scalar_mix_vjp",
+    "bilm_layers",
+    "bilm_logits",
+    "bilm_loss",
+    "bilm_loss_grad",
+    "bilm_layers_vjp",
+    "fit_linear_probe",
+    "probe_accuracy",
+)
+GRAD_METHODS = ("scalar_mix_vjp", "bilm_loss_grad", "bilm_layers_vjp")
+KNOWN_CAPABILITIES = frozenset({"float64", "float32", "grad"})
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    name: str
+    capabilities: frozenset[str]
+
+    def scalar_mix(self, s: np.ndarray, gamma: np.ndarray, layers: Sequence[np.ndarray]) -> np.ndarray: ...
+
+    def scalar_mix_vjp(
+        self, s: np.ndarray, gamma: np.ndarray, layers: Sequence[np.ndarray], g_out: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]: ...
+
+    def bilm_layers(self, params: Params, ids: np.ndarray, lengths: np.ndarray | None) -> list[np.ndarray]: ...
+
+    def bilm_logits(
+        self, params: Params, ids: np.ndarray, lengths: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def bilm_loss(self, params: Params, ids: np.ndarray, lengths: np.ndarray | None) -> float: ...
+
+    def bilm_loss_grad(self, params: Params, ids: np.ndarray, lengths: np.ndarray | None) -> dict[str, np.ndarray]: ...
+
+    def bilm_layers_vjp(
+        self, params: Params, ids: np.ndarray, lengths: np.ndarray | None, g_layers: Sequence[np.ndarray]
+    ) -> dict[str, np.ndarray]: ...
+
+    def fit_linear_probe(
+        self,
+        features: np.ndarray,
+        labels: np.ndarray,
+        n_classes: int,
+        l2: float = 1e-3,
+        steps: int = 200,
+        lr: float = 0.5,
+    ) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def probe_accuracy(self, W: np.ndarray, b: np.ndarray, features: np.ndarray, labels: np.ndarray) -> float: ...
