@@ -1,0 +1,62 @@
+"""Assertions whose failure messages say what the spec expected, where and by how much."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from .spec import describe
+
+
+def fail(sections: Sequence[str], message: str) -> None:
+    """Fail the test with a message that names the spec sections first."""
+    __tracebackhide__ = True
+    pytest.fail(f"{describe(tuple(sections))}\n{message}", pytrace=False)
+
+
+def _where(index: tuple[int, ...]) -> str:
+    return "[" + ", ".join(str(i) for i in index) + "]"
+
+
+def assert_close(
+    actual: np.ndarray, expected: np.ndarray, tol: dict[str, float], what: str, sections: Sequence[str]
+) -> None:
+    """|actual - expected| <= atol + rtol |expected| elementwise (§10), with the worst element shown."""
+    __tracebackhide__ = True
+    actual = np.asarray(actual)
+    expected = np.asarray(expected)
+    if actual.shape != expected.shape:
+        fail(sections, f"{what}: expected shape {list(expected.shape)}, got {list(actual.shape)}")
+    a, e = actual.astype(np.float64), expected.astype(np.float64)
+    excess = np.abs(a - e) - (tol["atol"] + tol["rtol"] * np.abs(e))
+    bad = ~(excess <= 0)  # NaN counts as bad
+    if not bad.any():
+        return
+    worst = np.unravel_index(np.nanargmax(np.where(bad, np.nan_to_num(excess, nan=np.inf), -np.inf)), a.shape)
+    abs_err = np.abs(a - e)
+    rel_err = abs_err / np.maximum(np.abs(e), np.finfo(np.float64).tiny)
+    fail(
+        sections,
+        f"{what}: {int(bad.sum())} of {a.size} values differ beyond rtol={tol['rtol']:g}, atol={tol['atol']:g}; "
+        f"worst at {_where(tuple(int(i) for i in worst))}: got {a[worst]!r}, expected {e[worst]!r} "
+        f"(max abs error {np.nanmax(abs_err):.3g}, max rel error {np.nanmax(rel_err):.3g})",
+    )
+
+
+def assert_bitwise(actual: np.ndarray, expected: np.ndarray, what: str, sections: Sequence[str]) -> None:
+    """Exact equality, the rule for §1.4, §3.2 and §3.3 (no tolerance)."""
+    __tracebackhide__ = True
+    if actual.shape != expected.shape or actual.dtype != expected.dtype:
+        fail(
+            sections, f"{what}: expected {expected.dtype}{list(expected.shape)}, got {actual.dtype}{list(actual.shape)}"
+        )
+    differs = ~((actual == expected) | (np.isnan(actual) & np.isnan(expected)))
+    if differs.any():
+        first = tuple(int(i) for i in np.argwhere(differs)[0])
+        fail(
+            sections,
+            f"{what}: {int(differs.sum())} values are not bitwise equal; first at {_where(first)}: "
+            f"got {actual[first]!r}, expected {expected[first]!r}",
+        )

@@ -1,0 +1,110 @@
+"""Find an adapter from an `--impl` argument (§11)."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from adapters.protocol import GRAD_METHODS, METHODS
+
+# Built-in name -> (module holding `adapter`, packages it needs).
+BUILTINS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "numpy": ("adapters.numpy", ()),
+    "torch": ("adapters.torch", ("torch",)),
+}
+
+
+class AdapterLoadError(Exception):
+    """The --impl argument does not lead to a usable adapter; the message is one line."""
+
+
+@dataclass(frozen=True)
+class LoadedAdapter:
+    arg: str  # the --impl argument, for reproduce commands
+    adapter: object = field(compare=False)
+    name: str
+    capabilities: frozenset[str]
+
+
+def missing_packages(name: str) -> list[str]:
+    return [pkg for pkg in BUILTINS[name][1] if importlib.util.find_spec(pkg) is None]
+
+
+def available_builtins() -> list[str]:
+    return [name for name in BUILTINS if not missing_packages(name)]
+
+
+def _import_file(path: Path) -> object:
+    digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
+    module_name = f"_elmo_adapter_{path.stem}_{digest}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise AdapterLoadError(f"--impl {path}: cannot import this file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    if not hasattr(module, "adapter"):
+        raise AdapterLoadError(f"--impl {path}: the file defines no attribute 'adapter'")
+    return module.adapter
+
+
+def _find_object(arg: str) -> object:
+    if arg in BUILTINS:
+        missing = missing_packages(arg)
+        if missing:
+            raise AdapterLoadError(
+                f"--impl {arg}: needs the package {missing[0]!r}, which is not installed (pip install {missing[0]})"
+            )
+        return importlib.import_module(BUILTINS[arg][0]).adapter
+    if arg.endswith(".py") or Path(arg).is_file():
+        path = Path(arg).resolve()
+        if not path.is_file():
+            raise AdapterLoadError(f"--impl {arg}: no such file")
+        return _import_file(path)
+    if ":" in arg:
+        module_name, _, attr = arg.partition(":")
+        module = importlib.import_module(module_name)
+        if not hasattr(module, attr):
+            raise AdapterLoadError(f"--impl {arg}: module {module_name!r} has no attribute {attr!r}")
+        return getattr(module, attr)
+    names = ", ".join(BUILTINS)
+    raise AdapterLoadError(f"--impl {arg}: expected a built-in name ({names}), a .py file, or package.module:attr")
+
+
+def as_adapter(obj: object, where: str) -> LoadedAdapter:
+    """Accept an adapter or a zero-argument factory of one, and check it has the protocol."""
+    if not hasattr(obj, "bilm_layers") and callable(obj):
+        obj = obj()
+    name = getattr(obj, "name", None)
+    if not isinstance(name, str) or not name:
+        raise AdapterLoadError(f"{where}: the adapter has no 'name' string (§11)")
+    capabilities = getattr(obj, "capabilities", None)
+    if capabilities is None or isinstance(capabilities, str) or not all(isinstance(c, str) for c in capabilities):
+        raise AdapterLoadError(f"{where}: 'capabilities' must be a set of strings such as {{'float64', 'grad'}} (§11)")
+    capabilities = frozenset(capabilities)
+    needed = [m for m in METHODS if "grad" in capabilities or m not in GRAD_METHODS]
+    missing = [m for m in needed if not callable(getattr(obj, m, None))]
+    if missing:
+        raise AdapterLoadError(f"{where}: adapter {name!r} lacks the protocol method(s) {', '.join(missing)} (§11)")
+    if not capabilities & {"float64", "float32"}:
+        raise AdapterLoadError(f"{where}: adapter {name!r} declares neither 'float64' nor 'float32' (§11)")
+    return LoadedAdapter(where, obj, name, capabilities)
+
+
+def load_adapter(arg: str) -> LoadedAdapter:
+    try:
+        obj = _find_object(arg)
+    except AdapterLoadError:
+        raise
+    except Exception as exc:  # an adapter module that fails to import is the user's error to read
+        raise AdapterLoadError(f"--impl {arg}: importing it raised {type(exc).__name__}: {exc}") from exc
+    try:
+        return as_adapter(obj, arg)
+    except AdapterLoadError:
+        raise
+    except Exception as exc:
+        raise AdapterLoadError(f"--impl {arg}: creating the adapter raised {type(exc).__name__}: {exc}") from exc

@@ -1,0 +1,197 @@
+"""The pytest plugin: --impl, per-dtype cases, spec markers, capability skips, reports.
+
+conformance/conftest.py imports these hooks, so `pytest conformance --impl numpy` loads them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+from fixtures.store import verify_manifest
+
+from .case import Case
+from .loading import AdapterLoadError, LoadedAdapter, available_builtins, load_adapter
+from .spec import describe, sections
+
+DTYPES = ("float64", "float32")
+_CASES = pytest.StashKey[list]()
+
+settings.register_profile(
+    "conformance",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    max_examples=12,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile("thorough", deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("elmo-conformance")
+    group.addoption(
+        "--impl",
+        action="append",
+        default=[],
+        help="adapter to check: a built-in name (numpy, torch), a .py file with an `adapter`, or package.module:attr; "
+        "repeatable; default: every built-in adapter whose dependencies are installed",
+    )
+    group.addoption("--dtype", action="append", choices=DTYPES, default=[], help="only these dtypes (repeatable)")
+    group.addoption("--report", metavar="PATH", help="write a JSON report of every test outcome to PATH")
+    group.addoption(
+        "--call-timeout", type=float, default=120.0, metavar="SECONDS", help="fail an adapter call that takes longer"
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "spec(*sections): the spec sections a conformance test checks")
+    config.addinivalue_line("markers", "requires(capability): skip unless the adapter declares it (§11)")
+    config.addinivalue_line("markers", "dtypes(*names): run only in these dtypes")
+    if config.getoption("hypothesis_profile", None) is None:
+        settings.load_profile("conformance")
+    problems = verify_manifest()
+    if problems:
+        raise pytest.UsageError("fixtures refused, no test was run:\n  " + "\n  ".join(problems))
+    impls = config.getoption("impl") or available_builtins()
+    try:
+        loaded = [load_adapter(arg) for arg in impls]
+    except AdapterLoadError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.stash[_CASES] = loaded
+    config.pluginmanager.register(Recorder(config), "elmo-conformance-recorder")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    return [f"adapter {a.name} ({a.arg}): {', '.join(sorted(a.capabilities))}" for a in config.stash.get(_CASES, [])]
+
+
+def _marker_args(node: pytest.Function | pytest.Metafunc, name: str) -> tuple[str, ...]:
+    marker = (
+        node.definition.get_closest_marker(name) if isinstance(node, pytest.Metafunc) else node.get_closest_marker(name)
+    )
+    return tuple(marker.args) if marker else ()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "case" not in metafunc.fixturenames:
+        return
+    config = metafunc.config
+    wanted = tuple(config.getoption("dtype")) or DTYPES
+    only = _marker_args(metafunc, "dtypes") or DTYPES
+    needs = _marker_args(metafunc, "requires")
+    params = []
+    for impl in config.stash[_CASES]:
+        declared = [dt for dt in DTYPES if dt in impl.capabilities and dt in wanted and dt in only]
+        missing = [cap for cap in needs if cap not in impl.capabilities]
+        if not declared:
+            reason = f"needs dtype {' or '.join(d for d in only if d in wanted)}, which {impl.name} does not declare"
+            declared, missing = [next(d for d in only if d in wanted)], [reason]
+        for dt in declared:
+            case = Case(impl, np.dtype(dt), config.getoption("call_timeout"))
+            marks = [pytest.mark.skip(reason=_skip_reason(impl, missing))] if missing else []
+            params.append(pytest.param(case, id=str(case), marks=marks))
+    metafunc.parametrize("case", params)
+
+
+def _skip_reason(impl: LoadedAdapter, missing: list[str]) -> str:
+    if missing[0].startswith("needs"):
+        return missing[0]
+    return f"{impl.name} does not declare the capability {missing[0]!r} (§11)"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    known = sections()
+    for item in items:
+        cited = _marker_args(item, "spec") if isinstance(item, pytest.Function) else ()
+        if not cited:
+            raise pytest.UsageError(
+                f"{item.nodeid}: every conformance test must cite its spec sections (@pytest.mark.spec)"
+            )
+        unknown = [n for n in cited if n not in known]
+        if unknown:
+            raise pytest.UsageError(f"{item.nodeid}: cites unknown spec section(s) {unknown}")
+
+
+def _reproduce(item: pytest.Item) -> str:
+    case = getattr(item, "callspec", None) and item.callspec.params.get("case")
+    impl = f" --impl {case.impl.arg}" if isinstance(case, Case) else ""
+    return f"nox -s conformance --{impl} '{item.nodeid}'"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    outcome = yield
+    report = outcome.get_result()
+    report.spec_sections = _marker_args(item, "spec") if isinstance(item, pytest.Function) else ()
+    case = getattr(item, "callspec", None) and item.callspec.params.get("case")
+    report.case_name = str(case) if isinstance(case, Case) else None
+    if report.failed and hasattr(report.longrepr, "addsection"):
+        report.longrepr.addsection("spec", f"This test checks {describe(report.spec_sections)}")
+        report.longrepr.addsection("reproduce", _reproduce(item))
+
+
+class Recorder:
+    """Collects every test's outcome and writes the --report JSON at the end of the session."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.results: list[dict] = []
+        self.started = time.perf_counter()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        final = (
+            report.when == "call"
+            or (report.when == "setup" and not report.passed)
+            or (report.when == "teardown" and report.failed)
+        )
+        if not final:
+            return
+        self.results.append(
+            {
+                "nodeid": report.nodeid,
+                "test": report.nodeid.split("::")[-1].split("[")[0],
+                "case": getattr(report, "case_name", None),
+                "sections": list(getattr(report, "spec_sections", ())),
+                "outcome": "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome,
+                "when": report.when,
+                "duration_s": round(report.duration, 6),
+                "message": _message(report),
+            }
+        )
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        path = self.config.getoption("report", None)
+        if not path:
+            return
+        summary: dict[str, int] = {}
+        for result in self.results:
+            summary[result["outcome"]] = summary.get(result["outcome"], 0) + 1
+        report = {
+            "suite": "elmo-conformance",
+            "spec_version": "1.0",
+            "adapters": [
+                {"impl": a.arg, "name": a.name, "capabilities": sorted(a.capabilities)}
+                for a in self.config.stash[_CASES]
+            ],
+            "exit_status": int(exitstatus),
+            "duration_s": round(time.perf_counter() - self.started, 3),
+            "summary": summary,
+            "tests": self.results,
+        }
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+
+
+def _message(report: pytest.TestReport) -> str | None:
+    if report.passed:
+        return None
+    if report.skipped and isinstance(report.longrepr, tuple):
+        return str(report.longrepr[2])
+    return report.longreprtext[-4000:]

@@ -1,0 +1,44 @@
+"""Read the machine-readable parts of the spec: section titles, tolerances, catalogs."""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from pathlib import Path
+
+SPEC_DIR = Path(__file__).resolve().parent.parent / "spec"
+_HEADING = re.compile(r"^#{2,3} (\d+(?:\.\d+)?)\.? (.+)$")
+
+
+@cache
+def sections() -> dict[str, str]:
+    """Section number -> title, from the headings of spec/elmo.md."""
+    found = {}
+    for line in (SPEC_DIR / "elmo.md").read_text(encoding="utf-8").splitlines():
+        match = _HEADING.match(line)
+        if match:
+            found[match.group(1)] = match.group(2).strip()
+    return found
+
+
+def describe(numbers: tuple[str, ...]) -> str:
+    """'§3.2 The forward stack; §3.3 The backward stack'."""
+    titles = sections()
+    return "; ".join(f"§{n} {titles.get(n, '(unknown section)')}" for n in numbers)
+
+
+@cache
+def tolerances() -> dict[str, dict[str, dict[str, float]]]:
+    """dtype name -> quantity -> {'rtol', 'atol'} (§10)."""
+    return json.loads((SPEC_DIR / "tolerances.json").read_text(encoding="utf-8"))["dtypes"]
+
+
+@cache
+def mutant_catalog() -> list[dict]:
+    return json.loads((SPEC_DIR / "mutants.json").read_text(encoding="utf-8"))["mutants"]
+
+
+@cache
+def validation_rows() -> list[dict]:
+    return json.loads((SPEC_DIR / "validation.json").read_text(encoding="utf-8"))["rows"]

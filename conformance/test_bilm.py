@@ -1,0 +1,151 @@
+"""§3 The biLM: embeddings, the two stacks, padding, logits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import reference
+
+from .case import Case
+from .checks import assert_bitwise, assert_close, fail
+from .data import random_bilm, real_mask, widen
+from .strategies import bilm_config
+
+# Three layers, so that a defect confined to layers k >= 2 (§3.2) shows.
+VOCAB, D, N_LAYERS = 9, 4, 3
+
+
+def changed(ids: np.ndarray, where: np.ndarray, vocab: int, rng: np.random.Generator) -> np.ndarray:
+    """ids with every position in `where` set to a different valid id."""
+    return np.where(where, (ids + rng.integers(1, vocab, ids.shape)) % vocab, ids)
+
+
+def check_rows_alone(
+    case: Case, params: dict, ids: np.ndarray, lengths: np.ndarray, layers: list, section: str
+) -> None:
+    """Row b run alone, as a batch of one with T = ℓ_b, gives the batch's states for row b (§3.3)."""
+    for row, length in enumerate(lengths):
+        alone = case.layers(params, ids[row : row + 1, :length], None)
+        for k, (single, batched) in enumerate(zip(alone, layers)):
+            assert_close(
+                single[0],
+                batched[row, :length],
+                case.tol("layers"),
+                f"R^{k} of row {row} (length {length}) run alone vs in the batch (lengths {lengths.tolist()})",
+                (section,),
+            )
+
+
+@pytest.mark.spec("3.1")
+def test_r0_repeats_the_embedding(case: Case) -> None:
+    """R^0 = [e ; e] at real positions, exactly the embedding rows; 0 at padded positions."""
+    params, ids, lengths = random_bilm(1, VOCAB, D, N_LAYERS, [5, 3, 1, 5, 2])
+    params = case.cast(params)
+    r0 = case.layers(params, ids, lengths)[0]
+    e = params["embedding"][ids]
+    mask = real_mask(lengths, ids.shape[1])[:, :, None]
+    assert_bitwise(r0, np.where(mask, np.concatenate([e, e], axis=-1), 0).astype(case.dtype), "R^0", ("3.1", "3.4"))
+
+
+@pytest.mark.spec("3.2")
+@given(data=st.data())
+def test_forward_layers_never_see_the_future(case: Case, data: st.DataObject) -> None:
+    """Changing the tokens after position t leaves every f^k at positions <= t bitwise equal."""
+    lengths = data.draw(st.lists(st.integers(2, 7), min_size=2, max_size=4), label="lengths")
+    cut = data.draw(st.integers(0, max(lengths) - 2), label="t")
+    params, ids, lengths_ = random_bilm(data.draw(st.integers(0, 2**16), label="seed"), VOCAB, D, N_LAYERS, lengths)
+    params = case.cast(params)
+    later = np.arange(ids.shape[1])[None, :] > cut
+    other = changed(ids, np.broadcast_to(later, ids.shape), VOCAB, np.random.default_rng(cut))
+    before, after = case.layers(params, ids, lengths_), case.layers(params, other, lengths_)
+    for k in range(1, N_LAYERS + 1):
+        assert_bitwise(
+            after[k][:, : cut + 1, :D],
+            before[k][:, : cut + 1, :D],
+            f"f^{k} at positions <= {cut} after changing the tokens after {cut} (lengths {lengths})",
+            ("3.2",),
+        )
+
+
+@pytest.mark.spec("3.3")
+@given(data=st.data())
+def test_backward_layers_never_see_the_past(case: Case, data: st.DataObject) -> None:
+    """With lengths 6, 4, 2: changing the tokens before t leaves every b^k at t.. bitwise equal,
+    and each row's states equal those of the row run alone, truncated to its length."""
+    lengths = [6, 4, 2]
+    cut = data.draw(st.integers(1, 5), label="t")
+    params, ids, lengths_ = random_bilm(data.draw(st.integers(0, 2**16), label="seed"), VOCAB, D, N_LAYERS, lengths)
+    params = case.cast(params)
+    earlier = np.arange(ids.shape[1])[None, :] < cut
+    other = changed(ids, np.broadcast_to(earlier, ids.shape), VOCAB, np.random.default_rng(cut))
+    before, after = case.layers(params, ids, lengths_), case.layers(params, other, lengths_)
+    for k in range(1, N_LAYERS + 1):
+        assert_bitwise(
+            after[k][:, cut:, D:],
+            before[k][:, cut:, D:],
+            f"b^{k} at positions >= {cut} after changing the tokens before {cut} (lengths {lengths})",
+            ("3.3",),
+        )
+    check_rows_alone(case, params, ids, lengths_, before, "3.3")
+
+
+@pytest.mark.spec("3.4")
+@given(data=st.data())
+def test_padding_never_leaks(case: Case, data: st.DataObject) -> None:
+    """Padded R^k are exactly 0; padding content changes nothing; a row alone equals it in a batch."""
+    lengths = data.draw(st.lists(st.integers(1, 7), min_size=2, max_size=4), label="lengths")
+    lengths = [*lengths, 7]  # at least one full row, so every shorter row has padding
+    params, ids, lengths_ = random_bilm(data.draw(st.integers(0, 2**16), label="seed"), VOCAB, D, N_LAYERS, lengths)
+    params = case.cast(params)
+    mask = real_mask(lengths_, ids.shape[1])
+    layers = case.layers(params, ids, lengths_)
+    for k, layer in enumerate(layers):
+        leaked = np.argwhere(layer[~mask] != 0)
+        if leaked.size:
+            b, t = np.argwhere(~mask)[leaked[0][0]]
+            fail(("3.4",), f"R^{k} is not 0 at padded position [{b}, {t}] (lengths {lengths}): {layer[b, t].tolist()}")
+    other = changed(ids, ~mask, VOCAB, np.random.default_rng(len(lengths)))
+    for k, (a, b) in enumerate(zip(case.layers(params, other, lengths_), layers)):
+        assert_bitwise(a, b, f"R^{k} after changing only padded tokens (lengths {lengths})", ("3.4",))
+    check_rows_alone(case, params, ids, lengths_, layers, "3.4")
+
+
+@pytest.mark.spec("3.3", "3.4")
+def test_batch_order_does_not_matter(case: Case) -> None:
+    """Permuting the rows of a batch permutes the layers and nothing else."""
+    params, ids, lengths = random_bilm(2, VOCAB, D, N_LAYERS, [6, 2, 4, 6, 1, 3])
+    params = case.cast(params)
+    order = np.array([3, 5, 0, 4, 1, 2])
+    for k, (a, b) in enumerate(zip(case.layers(params, ids[order], lengths[order]), case.layers(params, ids, lengths))):
+        assert_close(a, b[order], case.tol("layers"), f"R^{k} of a permuted batch", ("3.3", "3.4"))
+
+
+@pytest.mark.spec("3.5")
+def test_logits_use_the_shared_output_layer(case: Case) -> None:
+    """fwd = W_out f^L + c and bwd = W_out b^L + c from the adapter's own R^L; c at padded positions."""
+    params, ids, lengths = random_bilm(3, VOCAB, D, N_LAYERS, [5, 3, 1, 5])
+    params = case.cast(params)
+    top = widen(case.layers(params, ids, lengths)[-1])
+    fwd, bwd = case.logits(params, ids, lengths)
+    weight, bias = widen(params["out.weight"]), widen(params["out.bias"])
+    assert_close(fwd, top[..., :D] @ weight.T + bias, case.tol("logits"), "fwd logits against W_out f^L + c", ("3.5",))
+    assert_close(bwd, top[..., D:] @ weight.T + bias, case.tol("logits"), "bwd logits against W_out b^L + c", ("3.5",))
+
+
+@pytest.mark.spec("3.1", "3.2", "3.3", "3.4", "3.5")
+@given(data=st.data())
+def test_layers_and_logits_match_reference(case: Case, data: st.DataObject) -> None:
+    """Differential: on random configurations the adapter agrees with the reference."""
+    config = bilm_config(data)
+    params, ids, lengths = config.build()
+    params = case.cast(params)
+    expected = reference.bilm_layers(widen(params), ids, lengths)
+    for k, (got, want) in enumerate(zip(case.layers(params, ids, lengths), expected)):
+        assert_close(got, want, case.tol("layers"), f"R^{k} for {config}", ("3.4",))
+    for name, got, want in zip(
+        ("fwd", "bwd"), case.logits(params, ids, lengths), reference.bilm_logits(widen(params), ids, lengths)
+    ):
+        assert_close(got, want, case.tol("logits"), f"{name} logits for {config}", ("3.5",))

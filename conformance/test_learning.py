@@ -1,0 +1,57 @@
+"""§9 Learning behaviour: contextual layers tell "saw" the noun from "saw" the verb."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from .case import Case
+from .checks import fail
+from .data import learning
+from .learning import evaluate, train
+
+
+class Checked:
+    """The protocol names over a Case, so every call of the experiment is guarded."""
+
+    def __init__(self, case: Case) -> None:
+        self.case = case
+
+    def bilm_loss(self, params: dict, ids: np.ndarray, lengths: np.ndarray) -> float:
+        return self.case.loss(params, ids, lengths)
+
+    def bilm_loss_grad(self, params: dict, ids: np.ndarray, lengths: np.ndarray) -> dict:
+        return self.case.loss_grad(params, ids, lengths)
+
+    def bilm_layers(self, params: dict, ids: np.ndarray, lengths: np.ndarray) -> list:
+        return self.case.layers(params, ids, lengths)
+
+    def fit_linear_probe(self, X: np.ndarray, y: np.ndarray, n_classes: int) -> tuple:
+        return self.case.probe(X, y, n_classes)
+
+    def probe_accuracy(self, W: np.ndarray, b: np.ndarray, X: np.ndarray, y: np.ndarray) -> float:
+        return self.case.accuracy(W, b, X, y)
+
+
+@pytest.mark.spec("9", "9.2", "9.3")
+@pytest.mark.requires("grad")
+def test_contextual_layers_disambiguate(case: Case) -> None:
+    """After 150 AdamW steps: loss at the bar; probe on R^0 at the majority rate; on R^1 >= 0.95."""
+    data = learning()
+    impl = Checked(case)
+    params = train(impl, data.corpus, case.cast(data.init))
+    result = evaluate(impl, data.corpus, params)
+    bar = float(data.thresholds["final_loss"]["bar"])
+    if not result["final_loss"] <= bar:
+        fail(
+            ("9.2", "9.3"),
+            f"after training the loss is {result['final_loss']:.4f}, above the bar {bar:.4f} (learning_thresholds.tsv)",
+        )
+    if result["acc_r0"] != result["majority"]:
+        fail(
+            ("9.3",),
+            f"the probe on R^0 scores {result['acc_r0']:.4f}; identical features can only give the majority rate {result['majority']:.4f}",
+        )
+    need = float(data.thresholds["probe_r1_accuracy"]["bar"])
+    if not result["acc_r1"] >= need:
+        fail(("9.3",), f"the probe on R^1 scores {result['acc_r1']:.4f} on held-out occurrences, below {need}")

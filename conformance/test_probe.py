@@ -1,0 +1,114 @@
+"""§7 The linear probe."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import reference
+
+from .case import Case
+from .checks import assert_bitwise, assert_close, fail
+from .data import probe_separable, widen
+from .strategies import probe_data
+
+
+def separable(case: Case) -> tuple[np.ndarray, np.ndarray, int, dict]:
+    data = probe_separable()
+    settings = {"l2": float(data["l2"]), "steps": int(data["steps"]), "lr": float(data["lr"])}
+    return case.cast(data["features"]), data["labels"], int(data["n_classes"]), settings
+
+
+@pytest.mark.spec("7.4", "7.5")
+def test_probe_separates_separable_data(case: Case) -> None:
+    """Accuracy 1 on separable clusters far from the origin; the folded weights work on raw features."""
+    X, y, n_classes, settings = separable(case)
+    W, b = case.probe(X, y, n_classes, **settings)
+    raw = np.argmax(widen(X) @ widen(W) + widen(b), axis=1)
+    if not np.all(raw == y):
+        mu, sigma = reference.probe.standardize(widen(X))
+        on_z = np.argmax((widen(X) - mu) / sigma @ widen(W) + widen(b), axis=1)
+        hint = (
+            "; they do separate the standardized features, so they were not folded back (§7.4)"
+            if np.all(on_z == y)
+            else ""
+        )
+        fail(("7.4",), f"argmax(X W + b) on raw features is right for {int(np.sum(raw == y))} of {len(y)} rows{hint}")
+    accuracy = case.accuracy(W, b, X, y)
+    if accuracy != 1.0:
+        fail(("7.5",), f"probe_accuracy = {accuracy!r} for weights that classify every row correctly")
+
+
+@pytest.mark.spec("7.1", "7.2", "7.3", "7.4")
+def test_probe_matches_golden_weights(case: Case) -> None:
+    """(W, b) after the fixture's steps equal the oracle's (PyTorch float64, §12.3)."""
+    X, y, n_classes, settings = separable(case)
+    W, b = case.probe(X, y, n_classes, **settings)
+    data = probe_separable()
+    assert_close(W, data["W"], case.tol("probe_weights"), "W", ("7.4", "12.3"))
+    assert_close(b, data["b"], case.tol("probe_weights"), "b", ("7.4", "12.3"))
+
+
+@pytest.mark.spec("7.1")
+def test_probe_gives_a_constant_column_no_weight(case: Case) -> None:
+    """A constant column standardizes to exactly 0, so its row of W stays 0."""
+    X, y, n_classes, settings = separable(case)
+    constant = np.flatnonzero(np.all(X == X[0], axis=0))
+    assert constant.size, "the probe fixture must hold a constant column (§12.3)"
+    W, _ = case.probe(X, y, n_classes, **settings)
+    if np.any(W[constant] != 0):
+        fail(("7.1",), f"W rows {constant.tolist()} (constant columns) are {W[constant].tolist()}, expected exactly 0")
+
+
+@pytest.mark.spec("7.3", "7.4")
+def test_probe_with_zero_steps_is_the_zero_start(case: Case) -> None:
+    X, y, n_classes, _ = separable(case)
+    W, b = case.probe(X, y, n_classes, steps=0)
+    if np.any(W != 0) or np.any(b != 0):
+        fail(("7.3",), "steps = 0 must return W = 0 and b = 0 (the start, folded back)")
+
+
+@pytest.mark.spec("7.5")
+def test_probe_accuracy_breaks_ties_to_the_lowest_index(case: Case) -> None:
+    X = case.cast(np.array([[1.0, 2.0], [3.0, -1.0], [0.5, 0.5], [2.0, 2.0]]))
+    labels = np.array([0, 1, 2, 0])
+    W = case.cast(np.zeros((2, 3)))
+    got = case.accuracy(W, case.cast(np.array([1.0, 1.0, 0.0])), X, labels)
+    if got != 0.5:
+        fail(
+            ("7.5",), f"with logits tied between classes 0 and 1, rows labelled 0 are right: expected 0.5, got {got!r}"
+        )
+
+
+@pytest.mark.spec("1.4", "7", "8")
+def test_probe_is_deterministic_and_validates(case: Case) -> None:
+    """Identical probes from identical data; bad shapes, labels and a single class raise ValueError."""
+    X, y, n_classes, settings = separable(case)
+    W1, b1 = case.probe(X, y, n_classes, **settings)
+    W2, b2 = case.probe(X.copy(), y.copy(), n_classes, **settings)
+    assert_bitwise(W2, W1, "W of a second fit on the same data", ("1.4", "7"))
+    assert_bitwise(b2, b1, "b of a second fit on the same data", ("1.4", "7"))
+    rejected = [
+        ("features", "1-D features", (X[:, 0], y, n_classes)),
+        ("labels", "labels one shorter than features", (X, y[:-1], n_classes)),
+        ("labels", "a label equal to n_classes", (X, np.where(np.arange(len(y)) == 0, n_classes, y), n_classes)),
+        ("labels", "a single class", (X, np.zeros_like(y), n_classes)),
+        ("n_classes", "n_classes = 1", (X, np.zeros_like(y), 1)),
+    ]
+    for argument, why, args in rejected:
+        case.rejects("fit_linear_probe", argument, why, ("7", "8"), *args, **settings)
+
+
+@pytest.mark.spec("7.1", "7.2", "7.3", "7.4")
+@given(data=st.data())
+def test_probe_matches_reference(case: Case, data: st.DataObject) -> None:
+    """Differential: (W, b) equal the reference's on random small problems."""
+    p = probe_data(data)
+    X = case.cast(p.features)
+    settings = {"l2": p.l2, "steps": p.steps, "lr": p.lr}
+    W, b = case.probe(X, p.labels, p.n_classes, **settings)
+    want_W, want_b = reference.fit_linear_probe(widen(X), p.labels, p.n_classes, **settings)
+    assert_close(W, want_W, case.tol("probe_weights"), f"W for {p.features.shape} {settings}", ("7.4",))
+    assert_close(b, want_b, case.tol("probe_weights"), f"b for {p.features.shape} {settings}", ("7.4",))

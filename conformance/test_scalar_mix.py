@@ -1,0 +1,134 @@
+"""§5 ScalarMix (and its gradient, §6.3)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import reference
+
+from .case import Case
+from .checks import assert_close, fail
+from .data import scalar_mix_examples, widen
+from .strategies import mix_inputs
+
+
+def measured_weights(case: Case, s: np.ndarray) -> np.ndarray:
+    """softmax(s) as the adapter computes it: the mix of unit vectors with γ = 1 (§5.2)."""
+    unit_layers = [case.cast(row) for row in np.eye(len(s))]
+    return case.mix(case.cast(s), case.cast(np.ones(1)), unit_layers)
+
+
+@pytest.mark.spec("5.1", "5.2")
+def test_hand_example_scalar_mix(case: Case) -> None:
+    """The worked example of §5.2 and the three-layer example of §12.1, from the fixture."""
+    for name, example in scalar_mix_examples().items():
+        s = np.array(example["s"], dtype=np.float64)
+        gamma = np.atleast_1d(np.array(example["gamma"], dtype=np.float64))
+        layers = [np.array(layer, dtype=np.float64) for layer in example["layers"]]
+        weights = measured_weights(case, s)
+        if np.allclose(weights, s, atol=1e-3) and not np.allclose(s, example["weights"], atol=1e-3):
+            fail(
+                ("5.1",),
+                f"{name}: the weights equal the raw s {s.tolist()}; expected softmax(s) = {example['weights']}",
+            )
+        assert_close(weights, np.array(example["weights"]), case.tol("mix"), f"{name}: softmax(s)", ("5.1",))
+
+        out = case.mix(case.cast(s), case.cast(gamma), case.cast(layers))
+        expected = np.array(example["mix"])
+        if "raw_scalar_mix" in example and np.allclose(out, example["raw_scalar_mix"], rtol=1e-3):
+            fail(
+                ("5.1",), f"{name}: got {out.tolist()}, the mix with the raw s as weights; expected {expected.tolist()}"
+            )
+        if gamma[0] != 1 and np.allclose(out, expected / gamma[0], rtol=1e-4):
+            fail(("5.2",), f"{name}: got {out.tolist()}, the mix without γ = {gamma[0]}; expected {expected.tolist()}")
+        assert_close(out, expected, case.tol("mix"), f"{name}: γ Σ w_k R^k", ("5.2",))
+
+
+def central_difference(f, x: np.ndarray, index: tuple[int, ...], eps: float = 1e-6) -> float:
+    bumped = x.copy()
+    bumped[index] += eps
+    up = f(bumped)
+    bumped[index] -= 2 * eps
+    return (up - f(bumped)) / (2 * eps)
+
+
+@pytest.mark.spec("5.3", "6.3")
+@pytest.mark.dtypes("float64")
+@pytest.mark.requires("grad")
+def test_scalar_mix_starts_uniform_and_trains(case: Case) -> None:
+    """The plain average at s = 0, γ = 1; gradients by central differences; a mix that learns."""
+    rng = np.random.default_rng(5)
+    layers = [rng.standard_normal((2, 3, 4)) for _ in range(3)]
+    s0, gamma0 = np.zeros(3), np.ones(1)
+    assert_close(
+        case.mix(s0, gamma0, layers), np.mean(layers, axis=0), case.tol("mix"), "mix at s = 0, γ = 1", ("5.3",)
+    )
+
+    s, gamma, g_out = rng.standard_normal(3), np.array([1.3]), rng.standard_normal((2, 3, 4))
+
+    def objective(s_: np.ndarray, gamma_: np.ndarray, layers_: list[np.ndarray]) -> float:
+        return float(np.sum(g_out * case.mix(s_, gamma_, layers_)))
+
+    g_s, g_gamma, g_layers = case.mix_vjp(s, gamma, layers, g_out)
+    tol = case.tol("finite_difference")
+    fd_s = [central_difference(lambda x: objective(x, gamma, layers), s, (k,)) for k in range(3)]
+    assert_close(g_s, np.array(fd_s), tol, "g_s against central differences", ("6.3",))
+    fd_gamma = central_difference(lambda x: objective(s, x, layers), gamma, (0,))
+    assert_close(g_gamma, np.array([fd_gamma]), tol, "g_gamma against central differences", ("6.3",))
+    for k in range(3):
+
+        def with_layer(x: np.ndarray, k: int = k) -> float:
+            return objective(s, gamma, [x if j == k else layer for j, layer in enumerate(layers)])
+
+        fd = np.array([central_difference(with_layer, layers[k], i) for i in np.ndindex(layers[k].shape)])
+        assert_close(g_layers[k].ravel(), fd, tol, f"g_layers[{k}] against central differences", ("6.3",))
+
+    # Learn (s, γ) towards a target mix by gradient descent on 0.5 ‖mix − target‖² (§5.3: trained with the task).
+    target = reference.scalar_mix(np.array([1.0, -1.0, 0.5]), np.array([1.7]), layers)
+    s_t, gamma_t = s0.copy(), gamma0.copy()
+    start = 0.5 * np.sum((case.mix(s_t, gamma_t, layers) - target) ** 2)
+    for _ in range(150):
+        residual = case.mix(s_t, gamma_t, layers) - target
+        g_s, g_gamma, _ = case.mix_vjp(s_t, gamma_t, layers, residual)
+        s_t, gamma_t = s_t - 0.05 * g_s, gamma_t - 0.05 * g_gamma
+    end = 0.5 * np.sum((case.mix(s_t, gamma_t, layers) - target) ** 2)
+    if not end < 0.01 * start:
+        fail(("5.3", "6.3"), f"150 gradient steps on (s, γ) took the squared error from {start:.4g} only to {end:.4g}")
+
+
+@pytest.mark.spec("5.4")
+def test_scalar_mix_is_stable_for_large_s(case: Case) -> None:
+    """A shifted softmax keeps the weights finite for any finite s."""
+    layers = case.cast([np.full(3, 2.0), np.full(3, -1.0), np.full(3, 5.0)])
+    gamma = case.cast(np.array([1.5]))
+    out = case.mix(case.cast(np.array([1000.0, 0.0, -1000.0])), gamma, layers)
+    assert_close(out, 1.5 * np.full(3, 2.0), case.tol("mix"), "mix at s = (1000, 0, -1000)", ("5.4",))
+    out = case.mix(case.cast(np.array([-1000.0, -1000.0, -1000.0])), gamma, layers)
+    assert_close(out, 1.5 * np.full(3, 2.0), case.tol("mix"), "mix at s = (-1000, -1000, -1000)", ("5.4",))
+
+
+@pytest.mark.spec("5.1", "5.2")
+@given(data=st.data())
+def test_scalar_mix_matches_reference(case: Case, data: st.DataObject) -> None:
+    """Differential: the adapter's mix equals the reference's on random inputs."""
+    s, gamma, layers, _ = (case.cast(x) for x in mix_inputs(data))
+    expected = reference.scalar_mix(widen(s), widen(gamma), widen(layers))
+    assert_close(case.mix(s, gamma, layers), expected, case.tol("mix"), "scalar_mix", ("5.2",))
+
+
+@pytest.mark.spec("6.3")
+@pytest.mark.requires("grad")
+@given(data=st.data())
+def test_scalar_mix_vjp_matches_reference(case: Case, data: st.DataObject) -> None:
+    """Differential: (g_s, g_gamma, g_layers) equal the closed form of §6.3."""
+    s, gamma, layers, g_out = (case.cast(x) for x in mix_inputs(data))
+    e_s, e_gamma, e_layers = reference.scalar_mix_vjp(widen(s), widen(gamma), widen(layers), widen(g_out))
+    g_s, g_gamma, g_layers = case.mix_vjp(s, gamma, layers, g_out)
+    tol = case.tol("mix_vjp")
+    assert_close(g_s, e_s, tol, "g_s", ("6.3",))
+    assert_close(g_gamma, e_gamma, tol, "g_gamma", ("6.3",))
+    for k, (got, want) in enumerate(zip(g_layers, e_layers)):
+        assert_close(got, want, tol, f"g_layers[{k}]", ("6.3",))
