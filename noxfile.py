@@ -10,11 +10,17 @@ nox.options.reuse_existing_virtualenvs = True
 REQUIREMENTS = ("-c", "constraints.txt", "-r", "requirements.txt")
 
 
+def suite_args(posargs: list[str]) -> list[str]:
+    """The whole suite unless the arguments name tests (the reproduce commands name one)."""
+    names_tests = any(arg.startswith("conformance/") for arg in posargs)
+    return list(posargs) if names_tests else ["conformance", *posargs]
+
+
 @nox.session
 def conformance(session: nox.Session) -> None:
     """Run the conformance suite: `nox -s conformance -- --impl torch` (pytest options pass through)."""
     session.install(*REQUIREMENTS)
-    session.run("python", "-m", "pytest", "conformance", *session.posargs)
+    session.run("python", "-m", "pytest", *suite_args(session.posargs))
 
 
 @nox.session

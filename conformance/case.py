@@ -155,7 +155,7 @@ class Case:
             first = tuple(int(i) for i in np.argwhere(~np.isfinite(value))[0])
             fail(
                 sections,
-                f"{what}: {int((~np.isfinite(value)).sum())} non-finite values, first {value[first]!r} at {list(first)}",
+                f"{what}: {int((~np.isfinite(value)).sum())} non-finite values, first {float(value[first])!r} at {list(first)}",
             )
         return value
 

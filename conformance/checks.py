@@ -40,7 +40,7 @@ def assert_close(
     fail(
         sections,
         f"{what}: {int(bad.sum())} of {a.size} values differ beyond rtol={tol['rtol']:g}, atol={tol['atol']:g}; "
-        f"worst at {_where(tuple(int(i) for i in worst))}: got {a[worst]!r}, expected {e[worst]!r} "
+        f"worst at {_where(tuple(int(i) for i in worst))}: got {float(a[worst])!r}, expected {float(e[worst])!r} "
         f"(max abs error {np.nanmax(abs_err):.3g}, max rel error {np.nanmax(rel_err):.3g})",
     )
 
@@ -58,5 +58,5 @@ def assert_bitwise(actual: np.ndarray, expected: np.ndarray, what: str, sections
         fail(
             sections,
             f"{what}: {int(differs.sum())} values are not bitwise equal; first at {_where(first)}: "
-            f"got {actual[first]!r}, expected {expected[first]!r}",
+            f"got {actual[first].item()!r}, expected {expected[first].item()!r}",
         )

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, settings
 from fixtures.store import verify_manifest
 
 from .case import Case
-from .loading import AdapterLoadError, LoadedAdapter, available_builtins, load_adapter
+from .loading import AdapterLoadError, available_builtins, load_adapter
 from .spec import describe, sections
 
 DTYPES = ("float64", "float32")
@@ -86,24 +86,23 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     wanted = tuple(config.getoption("dtype")) or DTYPES
     only = _marker_args(metafunc, "dtypes") or DTYPES
     needs = _marker_args(metafunc, "requires")
+    usable = [dt for dt in DTYPES if dt in wanted and dt in only]
+    timeout = config.getoption("call_timeout")
     params = []
     for impl in config.stash[_CASES]:
-        declared = [dt for dt in DTYPES if dt in impl.capabilities and dt in wanted and dt in only]
-        missing = [cap for cap in needs if cap not in impl.capabilities]
-        if not declared:
-            reason = f"needs dtype {' or '.join(d for d in only if d in wanted)}, which {impl.name} does not declare"
-            declared, missing = [next(d for d in only if d in wanted)], [reason]
-        for dt in declared:
-            case = Case(impl, np.dtype(dt), config.getoption("call_timeout"))
-            marks = [pytest.mark.skip(reason=_skip_reason(impl, missing))] if missing else []
+        declared = [dt for dt in usable if dt in impl.capabilities]
+        if not usable:
+            reason = f"runs in {' and '.join(only)} only, which --dtype excludes"
+        elif not declared:
+            reason = f"needs dtype {' or '.join(usable)}, which {impl.name} does not declare (§11)"
+        else:
+            missing = [cap for cap in needs if cap not in impl.capabilities]
+            reason = f"{impl.name} does not declare the capability {missing[0]!r} (§11)" if missing else ""
+        for dt in declared or [(usable or only)[0]]:
+            case = Case(impl, np.dtype(dt), timeout)
+            marks = [pytest.mark.skip(reason=reason)] if reason else []
             params.append(pytest.param(case, id=str(case), marks=marks))
     metafunc.parametrize("case", params)
-
-
-def _skip_reason(impl: LoadedAdapter, missing: list[str]) -> str:
-    if missing[0].startswith("needs"):
-        return missing[0]
-    return f"{impl.name} does not declare the capability {missing[0]!r} (§11)"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
