@@ -1,0 +1,12 @@
+"""Declares a name and capabilities but only one protocol function."""
+
+import reference
+
+
+class Incomplete:
+    name = "incomplete"
+    capabilities = frozenset({"float64"})
+    bilm_layers = staticmethod(reference.bilm_layers)
+
+
+adapter = Incomplete()
