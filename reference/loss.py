@@ -25,34 +25,44 @@ def targets(ids: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return fwd, bwd
 
 
-def log_softmax(z: np.ndarray) -> np.ndarray:
-    shifted = z - z.max(axis=-1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+def mean_cross_entropy(logits: np.ndarray, picked: np.ndarray) -> tuple[float, np.ndarray]:
+    """§4.2 over n scored positions: the mean of CE(logits_j, picked_j) and its gradient on logits.
 
-
-def mean_cross_entropy(logits: np.ndarray, target: np.ndarray) -> tuple[float, np.ndarray]:
-    """§4.2: the token-level mean of CE over the scored positions, and its gradient on logits."""
-    scored = target != NO_TARGET
-    log_p = log_softmax(logits[scored])
-    picked = target[scored]
+    `logits` [n, V] is overwritten: at V = 5000 it is the largest array of the pass, and the
+    softmax that the gradient needs can take its place.
+    """
     rows = np.arange(len(picked))
-    value = -log_p[rows, picked].mean()
-    g_scored = np.exp(log_p)
-    g_scored[rows, picked] -= 1.0
-    g_logits = np.zeros_like(logits)
-    g_logits[scored] = g_scored / len(picked)
-    return float(value), g_logits
+    logits -= logits.max(axis=1, keepdims=True)  # the stable CE of §4.2: exp never overflows
+    picked_logit = logits[rows, picked]
+    p = np.exp(logits, out=logits)
+    total = p.sum(axis=1)
+    value = float(np.mean(np.log(total) - picked_logit))
+    p /= total[:, None]
+    p[rows, picked] -= 1.0
+    p /= len(picked)
+    return value, p
 
 
-def _loss_and_pass(params: dict, ids: np.ndarray, lengths: np.ndarray | None) -> tuple[float, BiLMPass, tuple]:
+def scored_loss(
+    params: dict[str, np.ndarray], top: np.ndarray, target: np.ndarray
+) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+    """One direction of §4.2 from its top states [B, T, d] and targets [B, T].
+
+    Only the scored positions (§4.1) have logits computed: the others change nothing. Returns
+    (L_dir, the scored mask [B, T], their states [n, d], dL_dir/dlogits [n, V]).
+    """
+    scored = target != NO_TARGET
+    states = top[scored]
+    value, g_logits = mean_cross_entropy(logits_from(params, states), target[scored])
+    return value, scored, states, g_logits
+
+
+def _loss_and_pass(params: dict, ids: np.ndarray, lengths: np.ndarray | None) -> tuple[float, BiLMPass, list]:
     _, _, n_layers, lengths_ = validate.check_bilm_inputs(params, ids, lengths)
     validate.check_has_targets(lengths, lengths_)
     run = run_bilm(params, ids, lengths_, n_layers)
-    f_top, b_top = top_states(run)
-    fwd_target, bwd_target = targets(ids, lengths_)
-    loss_fwd, g_fwd = mean_cross_entropy(logits_from(params, f_top), fwd_target)
-    loss_bwd, g_bwd = mean_cross_entropy(logits_from(params, b_top), bwd_target)
-    return 0.5 * (loss_fwd + loss_bwd), run, (f_top, b_top, 0.5 * g_fwd, 0.5 * g_bwd)
+    directions = [scored_loss(params, top, target) for top, target in zip(top_states(run), targets(ids, lengths_))]
+    return 0.5 * (directions[0][0] + directions[1][0]), run, directions
 
 
 def bilm_loss(params: dict[str, np.ndarray], ids: np.ndarray, lengths: np.ndarray | None = None) -> float:
@@ -65,18 +75,21 @@ def bilm_loss_grad(
 ) -> dict[str, np.ndarray]:
     """§6.1: the gradient of bilm_loss with respect to every parameter.
 
-    Through the shared output layer to f^L and b^L, then down both stacks as in §6.2 with a
-    gradient on the top layer only.
+    Through the shared output layer to f^L and b^L at the scored positions, then down both
+    stacks as in §6.2 with a gradient on the top layer only.
     """
-    _, run, (f_top, b_top, g_fwd, g_bwd) = _loss_and_pass(params, ids, lengths)
+    _, run, directions = _loss_and_pass(params, ids, lengths)
     out_weight = params["out.weight"]
-    g_top = np.concatenate([g_fwd @ out_weight, g_bwd @ out_weight], axis=-1)
-    zeros = np.zeros_like(g_top)
-    g_layers = [zeros] * len(run.f) + [g_top]
+    d = out_weight.shape[1]
+    g_top = np.zeros((*ids.shape, 2 * d), dtype=out_weight.dtype)
+    g_out_weight = np.zeros_like(out_weight)
+    g_out_bias = np.zeros_like(params["out.bias"])
+    for half, (_, scored, states, g_logits) in zip((slice(0, d), slice(d, 2 * d)), directions):
+        g_logits *= 0.5  # bilm_loss is the average of the two directions
+        g_top[..., half][scored] = g_logits @ out_weight
+        g_out_weight += g_logits.T @ states
+        g_out_bias += g_logits.sum(axis=0)
+    g_layers = [np.zeros_like(g_top)] * len(run.f) + [g_top]
     grads = backprop_layers(params, run, g_layers)
-    vocab, d = out_weight.shape
-    grads["out.weight"] = g_fwd.reshape(-1, vocab).T @ f_top.reshape(-1, d) + g_bwd.reshape(
-        -1, vocab
-    ).T @ b_top.reshape(-1, d)
-    grads["out.bias"] = g_fwd.sum(axis=(0, 1)) + g_bwd.sum(axis=(0, 1))
+    grads["out.weight"], grads["out.bias"] = g_out_weight, g_out_bias
     return grads

@@ -22,7 +22,9 @@ def softmax_rows(z: np.ndarray) -> np.ndarray:
 
 def gradient_step(Z: np.ndarray, Y: np.ndarray, V: np.ndarray, a: np.ndarray, l2: float, lr: float):
     """§7.3: one full-batch step on F(V, a) of §7.2; both updates use the gradient at (V, a)."""
-    G = (softmax_rows(Z @ V + a) - Y) / len(Z)
+    G = softmax_rows(Z @ V + a)
+    G -= Y  # in place: G is [N, C], the largest array of a step after Z
+    G /= len(Z)
     return V - lr * (Z.T @ G + l2 * V), a - lr * G.sum(axis=0)
 
 
