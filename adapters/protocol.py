@@ -1,6 +1,8 @@
 """The adapter protocol of spec/elmo.md §11, as a typing.Protocol for type checkers and docs.
 
-The harness never requires subclassing: any object with these attributes is an adapter.
+The harness never requires subclassing: any object with these attributes is an adapter. Three
+more are optional, so they are not members here: `device` (default "cpu"), `unavailable` (default
+None: a reason makes every test skip) and `mutants` (id -> factory of a broken adapter).
 """
 
 from __future__ import annotations

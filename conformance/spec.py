@@ -1,4 +1,4 @@
-"""Read the machine-readable parts of the spec: section titles, tolerances, catalogs."""
+"""Read the machine-readable parts of the spec: section titles and catalogs (tolerances: tolerances.py)."""
 
 from __future__ import annotations
 
@@ -26,12 +26,6 @@ def describe(numbers: tuple[str, ...]) -> str:
     """'§3.2 The forward stack; §3.3 The backward stack'."""
     titles = sections()
     return "; ".join(f"§{n} {titles.get(n, '(unknown section)')}" for n in numbers)
-
-
-@cache
-def tolerances() -> dict[str, dict[str, dict[str, float]]]:
-    """dtype name -> quantity -> {'rtol', 'atol'} (§10)."""
-    return json.loads((SPEC_DIR / "tolerances.json").read_text(encoding="utf-8"))["dtypes"]
 
 
 @cache

@@ -42,7 +42,7 @@ def _tensor(a: np.ndarray, dtype: np.dtype | type | None = None) -> torch.Tensor
 
 
 def _numpy(t: torch.Tensor) -> np.ndarray:
-    return t.detach().numpy()
+    return t.detach().cpu().numpy()
 
 
 class TorchAdapter:
@@ -50,6 +50,7 @@ class TorchAdapter:
 
     name = "torch"
     capabilities = frozenset({"float64", "float32", "grad"})
+    device = "cpu"  # where modules live (§11); tensors made from NumPy follow the default device
     mix_class: type[ScalarMix] = ScalarMix
     bilm_class: type[BiLM] = BiLM
     probe_class: type[LinearProbe] = LinearProbe
@@ -94,7 +95,7 @@ class TorchAdapter:
         # would be wasted work and would advance the global RNG, a state kept between calls.
         with torch.device("meta"):
             model = self.bilm_class(V, d, n_layers)
-        model = model.to_empty(device="cpu").load_canonical(params)
+        model = model.to_empty(device=self.device).load_canonical(params)
         lens = None if lengths is None else _tensor(lengths, np.int64)
         return model, _tensor(ids, np.int64), lens
 

@@ -53,10 +53,10 @@ class ScalarMix(nn.Module):
 
 
 def full_lengths(ids: Tensor, lengths: Tensor | None) -> Tensor:
-    """The row lengths as an int64 CPU tensor; absent lengths mean every row is full (§1.1)."""
+    """The row lengths as an int64 tensor on the ids' device; absent lengths mean every row is full (§1.1)."""
     if lengths is None:
-        return torch.full((ids.shape[0],), ids.shape[1], dtype=torch.int64)
-    return torch.as_tensor(lengths, dtype=torch.int64).cpu()
+        return torch.full((ids.shape[0],), ids.shape[1], dtype=torch.int64, device=ids.device)
+    return torch.as_tensor(lengths, dtype=torch.int64, device=ids.device)
 
 
 def torch_name(canonical: str) -> str:
@@ -150,14 +150,15 @@ class BiLM(nn.Module):
 
     def _run(self, lstm: nn.LSTM, x: Tensor, lengths: Tensor) -> Tensor:
         """One LSTM over the first `lengths[b]` steps of each row, from a zero state (§2.3)."""
-        packed = pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        # Packing wants the lengths on the CPU, wherever x is.
+        packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
         out, _ = lstm(packed)
         return pad_packed_sequence(out, batch_first=True, total_length=x.shape[1])[0]
 
     def _reverse(self, x: Tensor, lengths: Tensor) -> Tensor:
         """Reverse each row inside its own length (§3.3); padded positions stay where they are,
         so a short row never reads its padding."""
-        t = torch.arange(x.shape[1])
+        t = torch.arange(x.shape[1], device=x.device)
         idx = torch.where(t < lengths[:, None], lengths[:, None] - 1 - t, t)
         return x.gather(1, idx[..., None].expand_as(x))
 
@@ -167,7 +168,7 @@ class BiLM(nn.Module):
 
     def _mask(self, lengths: Tensor, T: int) -> Tensor:
         """[B, T] bool, True at real positions (t < ℓ_b)."""
-        return torch.arange(T)[None, :] < lengths[:, None]
+        return torch.arange(T, device=lengths.device)[None, :] < lengths[:, None]
 
     def _select(self, x: Tensor, mask: Tensor) -> Tensor:
         """Zeros at padded positions by selection, so NaN or inf there cannot leak (§3.4)."""
@@ -177,13 +178,13 @@ class BiLM(nn.Module):
 
     def forward_targets(self, ids: Tensor, lengths: Tensor) -> Tensor:
         """[B, T]: x_{t+1} for t ≤ ℓ_b - 2, IGNORE elsewhere."""
-        t = torch.arange(ids.shape[1])
+        t = torch.arange(ids.shape[1], device=ids.device)
         nxt = F.pad(ids[:, 1:], (0, 1), value=IGNORE)
         return torch.where(t <= lengths[:, None] - 2, nxt, IGNORE)
 
     def backward_targets(self, ids: Tensor, lengths: Tensor) -> Tensor:
         """[B, T]: x_{t-1} for 1 ≤ t ≤ ℓ_b - 1, IGNORE elsewhere."""
-        t = torch.arange(ids.shape[1])
+        t = torch.arange(ids.shape[1], device=ids.device)
         prev = F.pad(ids[:, :-1], (1, 0), value=IGNORE)
         return torch.where((t >= 1) & (t < lengths[:, None]), prev, IGNORE)
 
@@ -257,7 +258,7 @@ class LinearProbe:
         for _ in range(int(steps)):
             V, a = cls.step(Z, Y, V, a, float(l2), float(lr))
         W, b = cls.fold_back(V, a, mu, sigma)
-        return W.numpy(), b.numpy()
+        return W.cpu().numpy(), b.cpu().numpy()
 
 
 def fit_linear_probe(
@@ -277,5 +278,5 @@ def probe_accuracy(W: np.ndarray, b: np.ndarray, features: np.ndarray, labels: n
     X = torch.tensor(features)
     scores = X @ torch.tensor(W, dtype=X.dtype) + torch.tensor(b, dtype=X.dtype)
     # np.argmax documents first-occurrence ties (§7.5's lowest index); torch.argmax does not
-    predictions = np.argmax(scores.numpy(), axis=1)
+    predictions = np.argmax(scores.cpu().numpy(), axis=1)
     return float(np.mean(predictions == np.asarray(labels)))

@@ -1,0 +1,52 @@
+"""The tolerances of spec §10 by dtype, device and quantity, from spec/tolerances.json.
+
+`dtypes` holds each dtype's values, measured on the CPU; `devices` may override some of them for
+one device (by the part of the device name before any `:`, so `cuda:1` reads `cuda`). A device
+without an override uses the dtype's values.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+import jsonschema
+
+from .spec import SPEC_DIR
+
+QUANTITIES = (
+    "layers",
+    "logits",
+    "loss",
+    "loss_grad",
+    "layers_vjp",
+    "mix",
+    "mix_vjp",
+    "probe_weights",
+    "finite_difference",
+)
+
+
+@cache
+def table() -> dict[str, Any]:
+    """spec/tolerances.json, checked against spec/schemas/tolerances.schema.json."""
+    data = json.loads((SPEC_DIR / "tolerances.json").read_text(encoding="utf-8"))
+    schema = json.loads((SPEC_DIR / "schemas" / "tolerances.schema.json").read_text(encoding="utf-8"))
+    try:
+        jsonschema.validate(data, schema)
+    except jsonschema.ValidationError as exc:
+        raise ValueError(f"spec/tolerances.json does not match its schema: {exc.message}") from None
+    return data
+
+
+def tolerance(dtype: str, device: str, quantity: str) -> dict[str, float]:
+    """{'rtol', 'atol'} for `quantity` computed in `dtype` on `device` (§10)."""
+    data = table()
+    if dtype not in data["dtypes"]:
+        raise KeyError(f"spec/tolerances.json has no dtype {dtype!r}; it has {sorted(data['dtypes'])}")
+    override = data.get("devices", {}).get(device.split(":")[0], {}).get(dtype, {})
+    entry = override.get(quantity) or data["dtypes"][dtype].get(quantity)
+    if entry is None:
+        raise KeyError(f"spec/tolerances.json has no {dtype} tolerance for {quantity!r}")
+    return {"rtol": entry["rtol"], "atol": entry["atol"]}
