@@ -1,7 +1,9 @@
 """The numpy adapter: the reference implementation (reference/) behind the protocol of §11."""
 
 from .adapter import NumpyAdapter
+from .mutants import MUTANTS
 
 adapter = NumpyAdapter()
+adapter.mutants = MUTANTS  # the catalog mutants of §13, declared as §11 allows
 
-__all__ = ["NumpyAdapter", "adapter"]
+__all__ = ["MUTANTS", "NumpyAdapter", "adapter"]

@@ -1,7 +1,9 @@
 """The PyTorch implementation (elmo.py) and its §11 adapter; `adapter` is the instance to use."""
 
 from .adapter import TorchAdapter
+from .mutants import MUTANTS
 
 adapter = TorchAdapter()
+adapter.mutants = MUTANTS  # the catalog mutants of §13, declared as §11 allows
 
-__all__ = ["TorchAdapter", "adapter"]
+__all__ = ["MUTANTS", "TorchAdapter", "adapter"]

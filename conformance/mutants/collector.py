@@ -1,0 +1,141 @@
+"""The pytest plugin a worker passes to pytest.main: it orders and selects the tests, streams each
+outcome to the runner as it happens, stops early under --fail-fast, and (in the baseline run)
+records which tests reach each mutant's replaced code."""
+
+from __future__ import annotations
+
+import cProfile
+from collections.abc import Callable, Iterable
+
+import pytest
+
+from .declared import CodeKey
+from .model import TestOutcome
+
+Send = Callable[[tuple], None]
+
+
+class Coverage:
+    """Which test calls which of the given functions. Each test runs under cProfile (in C, so
+    far cheaper than a Python profile hook), and the functions it saw are looked up afterwards."""
+
+    def __init__(self, keys: Iterable[CodeKey]) -> None:
+        self.hits: dict[CodeKey, set[str]] = {key: set() for key in keys}
+        self._profile: cProfile.Profile | None = None
+        self._test: str | None = None
+
+    def begin(self, nodeid: str) -> None:
+        if self.hits:
+            self._test = nodeid
+            self._profile = cProfile.Profile(builtins=False)
+            self._profile.enable()
+
+    def end(self) -> None:
+        if self._profile is None:
+            return
+        self._profile.disable()
+        for entry in self._profile.getstats():
+            code = entry.code
+            if not isinstance(code, str):
+                key = (code.co_filename, code.co_firstlineno, code.co_name)
+                if key in self.hits:
+                    self.hits[key].add(self._test)
+        self._profile = self._test = None
+
+
+class Collector:
+    def __init__(
+        self,
+        send: Send,
+        order: list[str] | None = None,
+        must_run: set[str] | frozenset[str] = frozenset(),
+        fail_fast: bool = False,
+        coverage: Coverage | None = None,
+        shard: tuple[int, int] = (0, 1),
+    ) -> None:
+        self.send = send
+        self.order = order
+        self.shard = shard  # (i, n): keep every n-th collected test from the i-th
+        self.must_run = set(must_run)
+        self.fail_fast = fail_fast
+        self.coverage = coverage
+        self.outcomes: dict[str, TestOutcome] = {}
+        self.locations: dict[str, tuple[str, int]] = {}
+        self.collect_errors: list[str] = []
+        self.indices: dict[str, int] = {}
+        self.session: pytest.Session | None = None
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.session = session
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.collect_errors.append(f"{report.nodeid}: {report.longreprtext[-2000:]}")
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        self.indices = {item.nodeid: i for i, item in enumerate(items)}
+        first, every = self.shard
+        keep = items[first::every]
+        if self.order is not None:
+            position = {nodeid: i for i, nodeid in enumerate(self.order)}
+            keep = sorted((item for item in keep if item.nodeid in position), key=lambda item: position[item.nodeid])
+        kept = {id(item) for item in keep}
+        dropped = [item for item in items if id(item) not in kept]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+        for item in items:
+            path, line, _ = item.location
+            self.locations[item.nodeid] = (str(item.path), (line or 0) + 1)
+
+    def pytest_runtest_logstart(self, nodeid: str, location: tuple) -> None:
+        self.send(("start", nodeid))
+        if self.coverage is not None:
+            self.coverage.begin(nodeid)
+
+    def pytest_runtest_logfinish(self, nodeid: str, location: tuple) -> None:
+        if self.coverage is not None:
+            self.coverage.end()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        final = (
+            report.when == "call"
+            or (report.when == "setup" and not report.passed)
+            or (report.when == "teardown" and report.failed)
+        )
+        if not final:
+            return
+        outcome = report.outcome
+        if hasattr(report, "wasxfail"):
+            outcome = "xfailed" if report.skipped else "xpassed"
+        elif report.failed and report.when != "call":
+            outcome = "error"
+        previous = self.outcomes.get(report.nodeid)
+        if previous is not None and previous.killed:
+            return  # a teardown report does not overwrite the call's failure
+        file, line = self.locations.get(report.nodeid, (report.location[0], (report.location[1] or 0) + 1))
+        result = TestOutcome(
+            nodeid=report.nodeid,
+            name=report.nodeid.split("::")[-1].split("[")[0],
+            outcome=outcome,
+            duration=round(report.duration, 6),
+            file=file,
+            line=line,
+            message=None if report.passed else _message(report),
+            index=self.indices.get(report.nodeid, 0),
+        )
+        self.outcomes[report.nodeid] = result
+        self.send(("test", result))
+        if self.fail_fast and self.session is not None and self._stop_now():
+            self.session.shouldstop = "--fail-fast: the mutant is killed and its expected killers have run"
+
+    def _stop_now(self) -> bool:
+        killed = any(t.killed for t in self.outcomes.values())
+        return killed and self.must_run <= set(self.outcomes)
+
+
+def _message(report: pytest.TestReport) -> str:
+    if report.skipped and isinstance(report.longrepr, tuple):
+        return str(report.longrepr[2])
+    return report.longreprtext[-3000:]

@@ -1,0 +1,84 @@
+"""The records the workers send back and the runner judges; plain, picklable dataclasses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+FAILED = ("failed", "error")  # outcomes that kill a mutant
+
+
+@dataclass
+class TestOutcome:
+    __test__ = False  # not a pytest test class
+
+    nodeid: str
+    name: str  # the test function, e.g. test_padding_never_leaks
+    outcome: str  # passed, failed, error, skipped, xfailed
+    duration: float
+    file: str
+    line: int  # 1-based
+    message: str | None = None
+    index: int = 0  # position in the collection order
+
+    @property
+    def killed(self) -> bool:
+        return self.outcome in FAILED
+
+
+@dataclass
+class MutantInfo:
+    """A declared mutant: its id, its one-line description and where its override lives."""
+
+    id: str
+    title: str
+    file: str | None
+    start_line: int
+    end_line: int
+    end_column: int
+    covers: tuple[tuple[str, int, str], ...] | None  # code keys it replaces; None: unknown
+
+
+@dataclass
+class Baseline:
+    """The clean adapter's run: every test's outcome, and which tests reach each mutant's code."""
+
+    impl: str
+    name: str = ""
+    error: str | None = None  # the adapter could not be loaded or the run broke
+    unavailable: str | None = None  # why the adapter cannot run here (§11): its tests all skip
+    mutants: list[MutantInfo] = field(default_factory=list)
+    tests: dict[str, TestOutcome] = field(default_factory=dict)
+    coverage: dict[str, list[str]] = field(default_factory=dict)  # mutant id -> nodeids
+    duration: float = 0.0
+    exit_code: int = 0
+
+    @property
+    def failures(self) -> list[TestOutcome]:
+        return [t for t in self.tests.values() if t.killed]
+
+    @property
+    def ran(self) -> list[TestOutcome]:
+        """The tests of this adapter (a case of it in their id) that were not skipped; a test
+        with no adapter case (the suite checking itself) cannot tell a mutant apart."""
+        case = f"[{self.name}-"
+        return [t for t in self.tests.values() if t.outcome != "skipped" and case in t.nodeid]
+
+
+@dataclass
+class MutantRun:
+    """One mutant through the suite. status is Stryker's: Killed, Survived, Timeout,
+    RuntimeError, NoCoverage, or Equivalent (reported as Ignored)."""
+
+    impl: str
+    mutant: str
+    status: str = "Survived"
+    tests: dict[str, TestOutcome] = field(default_factory=dict)
+    selected: list[str] = field(default_factory=list)  # the nodeids it was to run, in order
+    running: str | None = None  # the test in progress when it timed out or crashed
+    reason: str | None = None
+    difference: str | None = None  # what the equivalence pre-check saw change
+    duration: float = 0.0
+
+    @property
+    def killers(self) -> list[str]:
+        return [nodeid for nodeid, t in self.tests.items() if t.killed]

@@ -1,0 +1,144 @@
+"""The JSON report in Stryker's mutation-testing-report-schema, schemaVersion 2.
+
+`files` holds the source files where the mutants' overrides live (adapters/numpy/mutants.py, ...),
+each mutant located at its override; `testFiles` holds every conformance test case the baselines
+ran. A mutant's id is "<adapter>:<mutant id>", since one report covers several adapters. Statuses
+are Stryker's; an equivalent or untestable mutant is "Ignored" with the reason, and a catalog
+mutant an adapter does not declare has no source to point at, so it is listed in `config` only.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import tomllib
+from importlib import metadata
+from pathlib import Path
+
+from .runner import Results
+from .verdicts import NOT_DECLARED, NOT_RUN, NOT_TESTABLE, Verdict
+
+REPO = Path(__file__).resolve().parents[2]
+_STATUS = {"Equivalent": "Ignored", NOT_TESTABLE: "Ignored"}
+
+
+def _relative(path: str) -> str:
+    """Path relative to the repository (or, outside it, to the working directory) with '/'."""
+    absolute = Path(path).resolve()
+    for base in (REPO, Path.cwd()):
+        try:
+            return absolute.relative_to(base).as_posix()
+        except ValueError:
+            continue
+    return absolute.as_posix()
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError:
+        return ""
+
+
+def _reason(v: Verdict) -> str:
+    parts = []
+    if v.failure:
+        parts.append(f"FAILS THE SESSION: {v.failure}")
+    if v.run is not None and v.run.reason and v.status != "Killed":
+        parts.append(v.run.reason)
+    if v.status == "Killed" and v.run is not None:
+        first = v.run.tests[v.killers[0]].message or ""
+        parts.append(f"killed by {len(v.killers)} test case(s); first: {v.killers[0]}\n{first[-1500:]}")
+    parts += v.notes
+    return "\n".join(parts) or v.status
+
+
+def mutant_result(v: Verdict) -> dict:
+    info = v.info
+    assert info is not None
+    result = {
+        "id": f"{v.adapter}:{v.mutant}",
+        "mutatorName": v.mutant,
+        "description": ("" if v.catalog else "(extra) ") + v.title,
+        "location": {
+            "start": {"line": info.start_line, "column": 1},
+            "end": {"line": info.end_line, "column": info.end_column},
+        },
+        "status": _STATUS.get(v.status, v.status),
+        "statusReason": _reason(v),
+    }
+    if v.run is not None:
+        result["killedBy"] = list(v.killers)
+        result["coveredBy"] = list(v.run.selected)
+        result["testsCompleted"] = len(v.run.tests)
+        result["duration"] = round(v.run.duration * 1000, 1)
+    return result
+
+
+def test_files(results: Results) -> dict:
+    files: dict[str, dict] = {}
+    for baseline in results.baselines.values():
+        for test in baseline.tests.values():
+            key = _relative(test.file)
+            entry = files.setdefault(key, {"source": _read(test.file), "tests": []})
+            name = test.nodeid.split("::", 1)[-1]
+            entry["tests"].append(
+                {"id": test.nodeid, "name": name, "location": {"start": {"line": test.line, "column": 1}}}
+            )
+    return files
+
+
+def _suite_version() -> str:
+    try:
+        return tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return "unknown"
+
+
+def _versions() -> dict[str, str]:
+    versions = {"python": platform.python_version()}
+    for package in ("pytest", "hypothesis", "numpy", "torch", "jax"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def report(results: Results, verdicts: list[Verdict]) -> dict:
+    files: dict[str, dict] = {}
+    unlisted = []
+    for v in verdicts:
+        if v.status in (NOT_DECLARED, NOT_RUN) or v.info is None or v.info.file is None:
+            unlisted.append({"adapter": v.adapter, "impl": v.impl, "mutant": v.mutant, "status": v.status})
+            continue
+        key = _relative(v.info.file)
+        entry = files.setdefault(key, {"language": "python", "source": _read(v.info.file), "mutants": []})
+        entry["mutants"].append(mutant_result(v))
+    t = results.timings
+    return {
+        "schemaVersion": "2",
+        "thresholds": {"high": 100, "low": 90},  # every catalog mutant must die: below 100 is news
+        "projectRoot": REPO.as_posix(),
+        "files": files,
+        "testFiles": test_files(results),
+        "framework": {"name": "elmo-conformance mutants", "version": _suite_version(), "dependencies": _versions()},
+        "performance": {
+            "setup": 0,
+            "initialRun": round(t.get("baseline", 0.0) * 1000),
+            "mutation": round(t.get("mutants", 0.0) * 1000),
+        },
+        "system": {
+            "ci": bool(os.environ.get("CI")),
+            "os": {"platform": sys.platform},
+            "cpu": {"logicalCores": os.cpu_count() or 1},
+        },
+        "config": {
+            "impls": list(results.options.impls),
+            "failFast": results.options.fail_fast,
+            "workers": results.options.workers,
+            "notListed": unlisted,
+            "failures": [f"{v.adapter} {v.mutant}: {v.failure}" for v in verdicts if v.failure],
+        },
+    }

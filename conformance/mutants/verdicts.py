@@ -1,0 +1,137 @@
+"""Verdicts (spec §13.1): each adapter's result for each mutant, and whether it fails the session.
+
+A catalog mutant fails the session when it survives, is equivalent, reaches no test, crashes the
+run, or when a case of one of its expected killers runs and passes. Extra mutants (ids beyond the
+catalog) are reported with their killers and never fail it. A catalog mutant an adapter does not
+declare is "not declared", never "killed".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .model import Baseline, MutantInfo, MutantRun
+from .runner import Results
+
+# Statuses beyond Stryker's, for mutants that were not run.
+NOT_DECLARED, NOT_TESTABLE, NOT_RUN = "NotDeclared", "NotTestable", "NotRun"
+
+
+@dataclass
+class Verdict:
+    impl: str
+    adapter: str
+    mutant: str
+    title: str
+    catalog: bool
+    status: str
+    killers: list[str] = field(default_factory=list)
+    missed: list[str] = field(default_factory=list)  # expected killers' cases that ran and passed
+    notes: list[str] = field(default_factory=list)
+    failure: str | None = None  # why it fails the session
+    info: MutantInfo | None = None
+    run: MutantRun | None = None
+
+    def reproduce(self, test: str | None = None) -> str:
+        selection = f" -k {test}" if test else ""
+        return f"nox -s conformance -- --impl {self.impl} --mutant {self.mutant}{selection}"
+
+
+def baseline_problem(baseline: Baseline) -> str | None:
+    """Why an adapter's mutants could not be run, when that fails the session."""
+    if baseline.error:
+        prefix = "" if baseline.error.startswith("--impl") else f"--impl {baseline.impl}: "
+        return prefix + baseline.error
+    if baseline.failures:
+        names = ", ".join(t.nodeid for t in baseline.failures[:5])
+        more = f" and {len(baseline.failures) - 5} more" if len(baseline.failures) > 5 else ""
+        return (
+            f"--impl {baseline.impl}: the clean baseline run must pass, but {len(baseline.failures)} test(s) "
+            f"failed: {names}{more}; run `nox -s conformance -- --impl {baseline.impl}` to see why"
+        )
+    return None
+
+
+def _expected(verdict: Verdict, baseline: Baseline, run: MutantRun, expected: list[str]) -> None:
+    for name in expected:
+        cases = [t for t in baseline.tests.values() if t.name == name]
+        if not cases:
+            verdict.missed.append(f"{name}: no test of that name in the suite (spec/mutants.json is out of date)")
+            continue
+        ran = [t for t in cases if t.outcome != "skipped"]
+        if not ran:
+            verdict.notes.append(f"{name} is skipped for {verdict.adapter}: {cases[0].message or ''}".rstrip(": "))
+        for case in ran:
+            got = run.tests.get(case.nodeid)
+            if got is None:
+                verdict.notes.append(f"{case.nodeid} did not run ({run.status})")
+            elif not got.killed:
+                verdict.missed.append(f"{case.nodeid} {got.outcome}")
+
+
+def _failure(verdict: Verdict, run: MutantRun) -> str | None:
+    n = len(run.tests)
+    reasons = {
+        "Survived": f"survived: all {n} tests that reach it passed",
+        "Equivalent": f"is equivalent: it {run.reason}",
+        "NoCoverage": f"was not tested: {run.reason}",
+        "RuntimeError": f"could not be judged, the run broke: {run.reason}",
+    }
+    if verdict.status in reasons:
+        return reasons[verdict.status]
+    if verdict.missed:
+        return "expected killer(s) did not kill it: " + "; ".join(verdict.missed)
+    return None
+
+
+def judge_one(impl: str, baseline: Baseline, mutant: str, catalog_entry: dict | None, results: Results) -> Verdict:
+    info = next((m for m in baseline.mutants if m.id == mutant), None)
+    title = catalog_entry["title"] if catalog_entry else (info.title if info else mutant)
+    verdict = Verdict(impl, baseline.name or impl, mutant, title, catalog_entry is not None, NOT_RUN, info=info)
+    if info is None and not baseline.error:
+        verdict.status = NOT_DECLARED
+        return verdict
+    if baseline_problem(baseline):
+        return verdict
+    if baseline.unavailable or not baseline.ran:
+        verdict.status = NOT_TESTABLE
+        verdict.notes.append(f"the clean baseline skipped every test: {baseline.unavailable or _first_skip(baseline)}")
+        return verdict
+    run = results.runs.get((impl, mutant))
+    if run is None:
+        return verdict  # filtered out with --mutant
+    verdict.run, verdict.status, verdict.killers = run, run.status, run.killers
+    if run.difference:
+        verdict.notes.append(f"pre-check: {run.difference}")
+    if catalog_entry is not None:
+        if run.status in ("Killed", "Timeout", "Survived"):
+            _expected(verdict, baseline, run, list(catalog_entry["expected_killers"]))
+        verdict.failure = _failure(verdict, run)
+    return verdict
+
+
+def _first_skip(baseline: Baseline) -> str:
+    return next((t.message for t in baseline.tests.values() if t.message), "no test collected")
+
+
+def judge(results: Results) -> list[Verdict]:
+    """One verdict per adapter and mutant: the catalog's ids (or those picked with --mutant),
+    then each adapter's extra ids."""
+    catalog = {entry["id"]: entry for entry in results.catalog}
+    only = results.options.only
+    verdicts = []
+    for impl in results.options.impls:
+        baseline = results.baselines.get(impl) or Baseline(impl, error="no baseline result")
+        extras = sorted(m.id for m in baseline.mutants if m.id not in catalog)
+        for mutant in [*catalog, *extras]:
+            if only and mutant not in only:
+                continue
+            verdicts.append(judge_one(impl, baseline, mutant, catalog.get(mutant), results))
+    return verdicts
+
+
+def session_failures(results: Results, verdicts: list[Verdict]) -> list[str]:
+    """Every reason the session fails, one line each; empty when it passes."""
+    problems = [p for b in results.baselines.values() if (p := baseline_problem(b))]
+    problems += [f"{v.adapter} {v.mutant} ({v.title}) {v.failure}" for v in verdicts if v.failure]
+    return problems

@@ -1,0 +1,151 @@
+"""A worker: a spawned, long-lived process that runs the suite in-process, one job at a time.
+
+Each backend (torch, JAX, ...) is imported once per worker, on its first job, and kept. Jobs
+arrive on a pipe; every test outcome goes back as it happens, so that when a mutant hangs or
+kills the process the runner still knows which tests finished and which one was running.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import time
+import traceback
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+
+import pytest
+from hypothesis import Phase, settings
+
+import conformance.plugin  # noqa: F401  (registers the harness's "conformance" Hypothesis profile)
+from conformance.loading import AdapterLoadError, load_adapter, load_mutant
+
+from .collector import Collector, Coverage, Send
+from .declared import declared_mutants, describe
+from .equivalence import changed_output
+from .model import Baseline, MutantRun
+
+SUITE = Path(__file__).resolve().parent.parent  # the conformance package: the suite to run
+PROFILE = "elmo-mutants"  # the harness's Hypothesis profile without shrinking (a kill needs no minimal example)
+PRECHECK = "the equivalence pre-check"  # what a mutant job runs before its tests
+# One worker per core: each computes on one thread, or the workers' thread pools fight.
+SINGLE_THREADED = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
+
+
+@dataclass(frozen=True)
+class BaselineJob:
+    impl: str
+    shard: int = 0  # this job runs every `shards`-th test from the `shard`-th: the workers share a baseline
+    shards: int = 1
+
+
+@dataclass(frozen=True)
+class MutantJob:
+    impl: str
+    mutant: str
+    order: tuple[str, ...]  # nodeids to run, expected killers first
+    must_run: frozenset[str]  # the expected killers' nodeids
+    fail_fast: bool
+
+
+def _pytest_args(impl: str, mutant: str | None = None) -> list[str]:
+    # unraisableexception runs gc.collect() five times per session: about a second once torch is loaded.
+    args = [str(SUITE), "--impl", impl, "-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:unraisableexception"]
+    args += ["--hypothesis-profile", PROFILE]
+    return args + (["--mutant", mutant] if mutant else [])
+
+
+def _register_profile() -> None:
+    phases = tuple(phase for phase in Phase if phase.name not in ("shrink", "explain"))
+    settings.register_profile(PROFILE, parent=settings.get_profile("conformance"), phases=phases)
+
+
+def run_baseline(job: BaselineJob, send: Send) -> Baseline:
+    baseline = Baseline(job.impl)
+    try:
+        loaded = load_adapter(job.impl)
+        baseline.name, baseline.unavailable = loaded.name, loaded.unavailable
+        baseline.mutants = [describe(key, factory) for key, factory in declared_mutants(loaded.adapter).items()]
+    except AdapterLoadError as exc:
+        baseline.error = str(exc)
+        return baseline
+    except Exception as exc:  # a malformed `mutants` declaration, or an adapter that breaks describing
+        baseline.error = f"{type(exc).__name__}: {exc}"
+        return baseline
+    coverage = Coverage(key for info in baseline.mutants for key in info.covers or ())
+    collector = Collector(send, coverage=coverage, shard=(job.shard, job.shards))
+    started = time.perf_counter()
+    baseline.exit_code = int(pytest.main(_pytest_args(job.impl), plugins=[collector]))
+    baseline.duration = time.perf_counter() - started
+    baseline.tests = collector.outcomes
+    if collector.collect_errors or baseline.exit_code not in (0, 1, 5):
+        baseline.error = f"pytest exited with code {baseline.exit_code}" + "".join(
+            "\n" + error for error in collector.collect_errors
+        )
+    for info in baseline.mutants:
+        if info.covers is not None:
+            reached = set().union(*(coverage.hits[key] for key in info.covers))
+            baseline.coverage[info.id] = [nodeid for nodeid in baseline.tests if nodeid in reached]
+    return baseline
+
+
+def run_mutant(job: MutantJob, send: Send) -> MutantRun:
+    run = MutantRun(job.impl, job.mutant, selected=list(job.order))
+    started = time.perf_counter()
+    try:
+        clean = load_adapter(job.impl)
+        mutant = load_mutant(clean, job.mutant)
+        send(("start", PRECHECK))
+        run.difference = changed_output(clean.adapter, mutant.adapter, clean.capabilities)
+    except Exception as exc:
+        run.status, run.reason = "RuntimeError", f"loading the mutant raised {type(exc).__name__}: {exc}"
+        return run
+    if run.difference is None:
+        run.status = "Equivalent"
+        run.reason = "changes no output of the adapter on the equivalence pre-check's inputs (spec §13.1)"
+        return run
+    if not job.order:
+        run.status, run.reason = "NoCoverage", "no test of the clean run reaches the code it replaces"
+        return run
+    collector = Collector(send, order=list(job.order), must_run=job.must_run, fail_fast=job.fail_fast)
+    exit_code = int(pytest.main(_pytest_args(job.impl, job.mutant), plugins=[collector]))
+    run.duration = time.perf_counter() - started
+    run.tests = collector.outcomes
+    if collector.collect_errors or exit_code not in (0, 1, 5):
+        run.status = "RuntimeError"
+        run.reason = f"pytest exited with code {exit_code}" + "".join("\n" + e for e in collector.collect_errors)
+    elif run.killers:
+        run.status = "Killed"
+    elif not run.tests:
+        run.status, run.reason = "NoCoverage", "none of the selected tests was collected"
+    return run
+
+
+def serve(conn: Connection, log_path: str) -> None:
+    """The worker's main loop: receive a job, stream its events, send ("done", result)."""
+    for key, value in SINGLE_THREADED.items():
+        os.environ.setdefault(key, value)
+    log = open(log_path, "a", buffering=1, encoding="utf-8")  # kept open for the worker's lifetime
+    os.dup2(log.fileno(), 1)
+    os.dup2(log.fileno(), 2)
+    _register_profile()
+    conn.send(("ready", os.getpid()))
+    while True:
+        try:
+            job = conn.recv()
+        except EOFError:
+            return
+        if job is None:
+            return
+        try:
+            result = run_baseline(job, conn.send) if isinstance(job, BaselineJob) else run_mutant(job, conn.send)
+            conn.send(("done", result))
+            # What outlived the job (modules, backends, cached fixtures) stays: keep the cyclic
+            # collector from scanning it again in every later test.
+            gc.collect()
+            gc.freeze()
+        except BaseException as exc:  # report anything, then go on; the runner decides
+            print(traceback.format_exc(), file=sys.stderr)
+            conn.send(("failed", f"{type(exc).__name__}: {exc}"))
