@@ -1,4 +1,4 @@
-"""Entry points: `nox -s conformance -- --impl torch`, `nox -s tests`, `nox -s lint`."""
+"""Entry points: `nox -s conformance -- --impl torch`, `nox -s tests`, `nox -s lint`, `nox -s fixtures`."""
 
 from __future__ import annotations
 
@@ -16,19 +16,57 @@ def suite_args(posargs: list[str]) -> list[str]:
     return list(posargs) if names_tests else ["conformance", *posargs]
 
 
+def impls_asked(posargs: list[str]) -> list[str]:
+    """The --impl values among the arguments."""
+    found = [value for option, value in zip(posargs, posargs[1:]) if option == "--impl"]
+    return found + [arg.removeprefix("--impl=") for arg in posargs if arg.startswith("--impl=")]
+
+
+def optional_packages(posargs: list[str]) -> list[str]:
+    """jax is an optional extra: installed for `--impl jax`, and with no --impl (every adapter)."""
+    impls = impls_asked(posargs)
+    return ["jax"] if not impls or "jax" in impls else []
+
+
 @nox.session
 def conformance(session: nox.Session) -> None:
-    """Run the conformance suite: `nox -s conformance -- --impl torch` (pytest options pass through)."""
-    session.install(*REQUIREMENTS)
-    session.run("python", "-m", "pytest", *suite_args(session.posargs))
+    """Run the conformance suite: `nox -s conformance -- --impl torch` (pytest options pass through).
+
+    Without --impl every available adapter runs; the pass table is written to reports/pass-table.json.
+    """
+    session.install(*REQUIREMENTS, *optional_packages(session.posargs))
+    session.run("python", "-m", "pytest", "--pass-table", "reports/pass-table.json", *suite_args(session.posargs))
 
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The project's own tests, then the conformance suite for the numpy and torch adapters."""
-    session.install(*REQUIREMENTS)
+    """The project's own tests, then the conformance suite for the numpy, torch and jax adapters."""
+    session.install(*REQUIREMENTS, "jax")
     session.run("python", "-m", "pytest", "tests", *session.posargs)
-    session.run("python", "-m", "pytest", "conformance", "--impl", "numpy", "--impl", "torch", "-q")
+    session.run("python", "-m", "pytest", "conformance", "--impl", "numpy", "--impl", "torch", "--impl", "jax", "-q")
+    # The gate on the suite's strength: every catalog mutant killed by its expected tests (spec §13).
+    session.run("python", "-m", "conformance.mutants", "--impl", "numpy", "--impl", "torch")
+
+
+@nox.session
+def mutants(session: nox.Session) -> None:
+    """Mutation testing (spec §13): `nox -s mutants -- --impl torch`; reports in reports/mutants/ (`-- --help`)."""
+    session.install(*REQUIREMENTS, *optional_packages(session.posargs))
+    session.run("python", "-m", "conformance.mutants", *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmarks, not part of `tests`: writes reports/bench.json and reports/bench.md (options: `-- --help`)."""
+    session.install(*REQUIREMENTS, "jax", "scikit-learn", "pytest-xdist")  # every adapter, and the rivals
+    session.run("python", "-m", "bench", *session.posargs)
+
+
+@nox.session
+def fixtures(session: nox.Session) -> None:
+    """Can the fixtures be trusted? `nox -s fixtures` validates; `-- --regenerate` rewrites (fixtures/README.md)."""
+    session.install(*REQUIREMENTS)
+    session.run("python", "-m", "fixtures", *session.posargs)
 
 
 @nox.session

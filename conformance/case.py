@@ -22,7 +22,7 @@ from reference.params import param_names
 
 from .checks import fail
 from .loading import LoadedAdapter
-from .spec import tolerances
+from .tolerances import tolerance
 
 
 class CallTimeout(BaseException):
@@ -78,7 +78,8 @@ class Case:
         return f"{self.impl.name}-{self.dtype.name}"
 
     def tol(self, quantity: str) -> dict[str, float]:
-        return tolerances()[self.dtype.name][quantity]
+        """{'rtol', 'atol'} for this dtype and the adapter's device (§10, spec/tolerances.json)."""
+        return tolerance(self.dtype.name, self.impl.device, quantity)
 
     def cast(self, value: Any) -> Any:
         """Floating arrays (also inside dicts and lists) to this case's dtype; others unchanged."""

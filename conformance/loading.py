@@ -6,7 +6,8 @@ import hashlib
 import importlib
 import importlib.util
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from adapters.protocol import GRAD_METHODS, METHODS
@@ -15,7 +16,11 @@ from adapters.protocol import GRAD_METHODS, METHODS
 BUILTINS: dict[str, tuple[str, tuple[str, ...]]] = {
     "numpy": ("adapters.numpy", ()),
     "torch": ("adapters.torch", ("torch",)),
+    "jax": ("adapters.jax", ("jax",)),
+    "cuda": ("adapters.cuda", ("torch",)),
 }
+# Built-ins that also need a device: available only where their adapter is not `unavailable` (§11).
+DEVICE_BOUND = ("cuda",)
 
 
 class AdapterLoadError(Exception):
@@ -28,6 +33,8 @@ class LoadedAdapter:
     adapter: object = field(compare=False)
     name: str
     capabilities: frozenset[str]
+    device: str = "cpu"  # where it computes; selects the tolerances (§10, §11)
+    unavailable: str | None = None  # why it cannot run here: every test is skipped with it (§11)
 
 
 def missing_packages(name: str) -> list[str]:
@@ -35,7 +42,9 @@ def missing_packages(name: str) -> list[str]:
 
 
 def available_builtins() -> list[str]:
-    return [name for name in BUILTINS if not missing_packages(name)]
+    """Built-in names whose packages are installed and, for a device-bound one, whose device is here."""
+    names = [name for name in BUILTINS if not missing_packages(name)]
+    return [name for name in names if name not in DEVICE_BOUND or not load_adapter(name).unavailable]
 
 
 def _import_file(path: Path) -> object:
@@ -92,7 +101,19 @@ def as_adapter(obj: object, where: str) -> LoadedAdapter:
         raise AdapterLoadError(f"{where}: adapter {name!r} lacks the protocol method(s) {', '.join(missing)} (§11)")
     if not capabilities & {"float64", "float32"}:
         raise AdapterLoadError(f"{where}: adapter {name!r} declares neither 'float64' nor 'float32' (§11)")
-    return LoadedAdapter(where, obj, name, capabilities)
+    device, unavailable = _device_of(obj, name, where)
+    return LoadedAdapter(where, obj, name, capabilities, device, unavailable)
+
+
+def _device_of(obj: object, name: str, where: str) -> tuple[str, str | None]:
+    """The optional `device` (default "cpu") and `unavailable` (default None) of §11."""
+    device = getattr(obj, "device", "cpu")
+    if not isinstance(device, str) or not device:
+        raise AdapterLoadError(f"{where}: adapter {name!r} has a 'device' that is not a name such as 'cpu' (§11)")
+    unavailable = getattr(obj, "unavailable", None)
+    if unavailable is not None and (not isinstance(unavailable, str) or not unavailable):
+        raise AdapterLoadError(f"{where}: adapter {name!r}: 'unavailable' must be None or a reason (§11)")
+    return device, unavailable
 
 
 def load_adapter(arg: str) -> LoadedAdapter:
@@ -108,3 +129,27 @@ def load_adapter(arg: str) -> LoadedAdapter:
         raise
     except Exception as exc:
         raise AdapterLoadError(f"--impl {arg}: creating the adapter raised {type(exc).__name__}: {exc}") from exc
+
+
+def load_mutant(loaded: LoadedAdapter, mutant_id: str) -> LoadedAdapter:
+    """The adapter's mutant `mutant_id` (§11, §13) in place of the adapter.
+
+    The mutant keeps the adapter's name and --impl argument, so its test ids (and reproduce
+    commands) are those of the clean run and killers can be compared test by test.
+    """
+    where = f"--mutant {mutant_id}: adapter {loaded.name!r} (--impl {loaded.arg})"
+    mutants = getattr(loaded.adapter, "mutants", None)
+    if not isinstance(mutants, Mapping) or not mutants:
+        raise AdapterLoadError(f"{where} declares no mutants (an adapter MAY expose `mutants`, §11)")
+    if mutant_id not in mutants:
+        raise AdapterLoadError(f"{where} does not declare it; it declares {', '.join(sorted(map(str, mutants)))}")
+    factory = mutants[mutant_id]
+    if not callable(factory):
+        raise AdapterLoadError(f"{where}: mutants[{mutant_id!r}] must be a zero-argument factory, got {factory!r}")
+    try:
+        mutant = as_adapter(factory(), where)
+    except AdapterLoadError:
+        raise
+    except Exception as exc:
+        raise AdapterLoadError(f"{where}: creating the mutant raised {type(exc).__name__}: {exc}") from exc
+    return replace(mutant, arg=loaded.arg, name=loaded.name)

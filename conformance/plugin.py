@@ -13,11 +13,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
-from fixtures.store import verify_manifest
+from fixtures.manifest import verify_manifest
 
 from .case import Case
-from .loading import AdapterLoadError, available_builtins, load_adapter
+from .loading import AdapterLoadError, available_builtins, load_adapter, load_mutant
+from .passtable import PassTable
 from .spec import describe, sections
+from .xfails import Xfails
 
 DTYPES = ("float64", "float32")
 _CASES = pytest.StashKey[list]()
@@ -48,6 +50,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--call-timeout", type=float, default=120.0, metavar="SECONDS", help="fail an adapter call that takes longer"
     )
+    group.addoption(
+        "--xfails-file",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="expected failures: test patterns with '# reason' comments, one a line (conformance/xfails.py); repeatable",
+    )
+    group.addoption("--pass-table", metavar="PATH", help="write the pass table (tests x adapter-dtype) as JSON to PATH")
+    group.addoption(
+        "--mutant",
+        metavar="ID",
+        help="check each --impl adapter's mutant ID (adapter.mutants[ID](), §11, §13) in place of the adapter",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -62,14 +77,24 @@ def pytest_configure(config: pytest.Config) -> None:
     impls = config.getoption("impl") or available_builtins()
     try:
         loaded = [load_adapter(arg) for arg in impls]
+        mutant = config.getoption("mutant", None)
+        if mutant:
+            loaded = [load_mutant(adapter, mutant) for adapter in loaded]
     except AdapterLoadError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.stash[_CASES] = loaded
     config.pluginmanager.register(Recorder(config), "elmo-conformance-recorder")
+    config.pluginmanager.register(PassTable(config, loaded, DTYPES), "elmo-conformance-pass-table")
+    if config.getoption("xfails_file"):
+        config.pluginmanager.register(Xfails.from_files(config.getoption("xfails_file")), "elmo-conformance-xfails")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    return [f"adapter {a.name} ({a.arg}): {', '.join(sorted(a.capabilities))}" for a in config.stash.get(_CASES, [])]
+    return [
+        f"adapter {a.name} ({a.arg}): {', '.join(sorted(a.capabilities))}; device {a.device}"
+        + (f"; unavailable: {a.unavailable}, every test skipped" if a.unavailable else "")
+        for a in config.stash.get(_CASES, [])
+    ]
 
 
 def _marker_args(node: pytest.Function | pytest.Metafunc, name: str) -> tuple[str, ...]:
@@ -98,6 +123,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         else:
             missing = [cap for cap in needs if cap not in impl.capabilities]
             reason = f"{impl.name} does not declare the capability {missing[0]!r} (§11)" if missing else ""
+        if impl.unavailable:  # e.g. "no CUDA device": nothing of this adapter runs here (§11)
+            reason = impl.unavailable
         for dt in declared or [(usable or only)[0]]:
             case = Case(impl, np.dtype(dt), timeout)
             marks = [pytest.mark.skip(reason=reason)] if reason else []
@@ -121,6 +148,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def _reproduce(item: pytest.Item) -> str:
     case = getattr(item, "callspec", None) and item.callspec.params.get("case")
     impl = f" --impl {case.impl.arg}" if isinstance(case, Case) else ""
+    mutant = item.config.getoption("mutant", None)
+    impl += f" --mutant {mutant}" if mutant else ""
     return f"nox -s conformance --{impl} '{item.nodeid}'"
 
 
@@ -176,7 +205,7 @@ class Recorder:
             "suite": "elmo-conformance",
             "spec_version": "1.0",
             "adapters": [
-                {"impl": a.arg, "name": a.name, "capabilities": sorted(a.capabilities)}
+                {"impl": a.arg, "name": a.name, "capabilities": sorted(a.capabilities), "device": a.device}
                 for a in self.config.stash[_CASES]
             ],
             "exit_status": int(exitstatus),
