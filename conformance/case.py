@@ -18,8 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from reference.params import param_names
-
 from .checks import fail
 from .loading import LoadedAdapter
 from .tolerances import tolerance
@@ -259,8 +257,3 @@ class Case:
         if not 0.0 <= value <= 1.0:
             fail(("7.5",), f"probe_accuracy: expected a fraction in [0, 1], got {value!r}")
         return value
-
-
-def canonical_names(params: Mapping) -> list[str]:
-    n_layers = sum(1 for name in params if name.endswith(".weight_ih")) // 2
-    return param_names(n_layers)

@@ -165,6 +165,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         report.longrepr.addsection("reproduce", _reproduce(item))
 
 
+def is_final(report: pytest.TestReport) -> bool:
+    """The report that decides a test's outcome: its call, or a setup or teardown that broke it."""
+    return (
+        report.when == "call"
+        or (report.when == "setup" and not report.passed)
+        or (report.when == "teardown" and report.failed)
+    )
+
+
 class Recorder:
     """Collects every test's outcome and writes the --report JSON at the end of the session."""
 
@@ -174,12 +183,7 @@ class Recorder:
         self.started = time.perf_counter()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        final = (
-            report.when == "call"
-            or (report.when == "setup" and not report.passed)
-            or (report.when == "teardown" and report.failed)
-        )
-        if not final:
+        if not is_final(report):
             return
         self.results.append(
             {

@@ -38,10 +38,7 @@ def fit_linear_probe(
     features: np.ndarray, labels: np.ndarray, n_classes: int, l2: float = 1e-3, steps: int = 200, lr: float = 0.5
 ) -> tuple[np.ndarray, np.ndarray]:
     """§7: standardize, `steps` gradient-descent steps from zero, fold back. Returns (W, b)."""
-    X = validate.check_features(features)
-    validate.check_fit_settings(n_classes, steps, lr, l2)
-    y = validate.check_labels(labels, len(X), n_classes)
-    validate.check_two_classes(y)
+    X, y = validate.check_fit_inputs(features, labels, n_classes, steps, lr, l2)
     dtype = X.dtype
     mu, sigma = standardize(X)
     Z = (X - mu) / sigma

@@ -180,6 +180,17 @@ def check_two_classes(labels: np.ndarray) -> None:
         raise ValueError(f"labels: expected at least two distinct classes, every label is {labels[0]}")
 
 
+def check_fit_inputs(
+    features: object, labels: object, n_classes: object, steps: object, lr: object, l2: object
+) -> tuple[np.ndarray, np.ndarray]:
+    """V16-V23 for fit_linear_probe, in the table's order. Returns (features, labels)."""
+    X = check_features(features)
+    check_fit_settings(n_classes, steps, lr, l2)
+    y = check_labels(labels, len(X), n_classes)  # type: ignore[arg-type]
+    check_two_classes(y)
+    return X, y
+
+
 def check_probe_weights(W: object, b: object, n_features: int) -> int:
     """V24-V25. Returns C."""
     if not is_float_array(W) or W.ndim != 2 or W.shape[0] != n_features or W.shape[1] == 0:

@@ -171,10 +171,7 @@ class JaxAdapter:
         steps: int = 200,
         lr: float = 0.5,
     ) -> tuple[np.ndarray, np.ndarray]:
-        X = validate.check_features(features)
-        validate.check_fit_settings(n_classes, steps, lr, l2)
-        y = validate.check_labels(labels, len(X), n_classes)
-        validate.check_two_classes(y)
+        X, y = validate.check_fit_inputs(features, labels, n_classes, steps, lr, l2)
         dtype = X.dtype
         settings = (np.asarray(l2, dtype), np.asarray(steps, np.int64), np.asarray(lr, dtype))
         W, b = self._run(self._fit, X, np.asarray(y, np.int64), int(n_classes), *settings)

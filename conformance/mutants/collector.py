@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 
 import pytest
 
+from ..plugin import is_final
 from .declared import CodeKey
 from .model import TestOutcome
 
@@ -99,12 +100,7 @@ class Collector:
             self.coverage.end()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        final = (
-            report.when == "call"
-            or (report.when == "setup" and not report.passed)
-            or (report.when == "teardown" and report.failed)
-        )
-        if not final:
+        if not is_final(report):
             return
         outcome = report.outcome
         if hasattr(report, "wasxfail"):
