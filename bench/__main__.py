@@ -17,8 +17,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-from conformance.loading import AdapterLoadError, available_builtins, load_adapter
+from elmo_conformance.conformance.loading import AdapterLoadError, available_builtins, load_adapter
 
 from . import bilm, mutants, probe, scaling, suite
 from .peak import matmul_peak

@@ -11,9 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-
-from conformance.loading import LoadedAdapter
-from reference.params import init_params
+from elmo_conformance.conformance.loading import LoadedAdapter
+from elmo_conformance.reference.params import init_params
 
 from . import baseline
 from .flops import bilm_loss_grad_flops

@@ -13,9 +13,8 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-
-from conformance.loading import LoadedAdapter
-from reference.probe import standardize
+from elmo_conformance.conformance.loading import LoadedAdapter
+from elmo_conformance.reference.probe import standardize
 
 from .flops import probe_flops
 from .timing import interleaved

@@ -1,6 +1,6 @@
 """Loads the harness plugin for `pytest conformance`."""
 
-from conformance.plugin import (  # noqa: F401  (pytest finds hooks by name)
+from elmo_conformance.conformance.plugin import (  # noqa: F401  (pytest finds hooks by name)
     pytest_addoption,
     pytest_collection_modifyitems,
     pytest_configure,

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
-
-from fixtures.store import FIXTURES_DIR, load_json, load_npz
-from reference.params import init_params
+from elmo_conformance.fixtures.store import FIXTURES_DIR, load_json, load_npz
+from elmo_conformance.reference.params import init_params
 
 
 def _split(arrays: dict[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:

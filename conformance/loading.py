@@ -10,14 +10,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from adapters.protocol import GRAD_METHODS, METHODS
+from elmo_conformance.adapters.protocol import GRAD_METHODS, METHODS
 
 # Built-in name -> (module holding `adapter`, packages it needs).
 BUILTINS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "numpy": ("adapters.numpy", ()),
-    "torch": ("adapters.torch", ("torch",)),
-    "jax": ("adapters.jax", ("jax",)),
-    "cuda": ("adapters.cuda", ("torch",)),
+    "numpy": ("elmo_conformance.adapters.numpy", ()),
+    "torch": ("elmo_conformance.adapters.torch", ("torch",)),
+    "jax": ("elmo_conformance.adapters.jax", ("jax",)),
+    "cuda": ("elmo_conformance.adapters.cuda", ("torch",)),
 }
 # Built-ins that also need a device: available only where their adapter is not `unavailable` (§11).
 DEVICE_BOUND = ("cuda",)

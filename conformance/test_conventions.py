@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from .case import Case
-from .checks import assert_bitwise, fail
-from .data import random_bilm
+from elmo_conformance.conformance.case import Case
+from elmo_conformance.conformance.checks import assert_bitwise, fail
+from elmo_conformance.conformance.data import random_bilm
 
 
 @pytest.mark.spec("1.4")

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from .case import Case
-from .checks import assert_close
-from .data import golden
+from elmo_conformance.conformance.case import Case
+from elmo_conformance.conformance.checks import assert_close
+from elmo_conformance.conformance.data import golden
 
 
 @pytest.mark.spec("3", "4", "5", "6", "12.2")

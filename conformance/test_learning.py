@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from .case import Case
-from .checks import fail
-from .data import learning
-from .learning import evaluate, train
+from elmo_conformance.conformance.case import Case
+from elmo_conformance.conformance.checks import fail
+from elmo_conformance.conformance.data import learning
+from elmo_conformance.conformance.learning import evaluate, train
 
 
 class Checked:

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from elmo_conformance.conformance.case import Case
+from elmo_conformance.conformance.checks import assert_close, fail
+from elmo_conformance.conformance.data import random_bilm, widen
+from elmo_conformance.conformance.strategies import bilm_config
 from hypothesis import given
 from hypothesis import strategies as st
 
-import reference
-
-from .case import Case
-from .checks import assert_close, fail
-from .data import random_bilm, widen
-from .strategies import bilm_config
+from elmo_conformance import reference
 
 
 def cross_entropy(logits: np.ndarray, target: int) -> float:

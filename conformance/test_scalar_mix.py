@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from elmo_conformance.conformance.case import Case
+from elmo_conformance.conformance.checks import assert_close, fail
+from elmo_conformance.conformance.data import scalar_mix_examples, widen
+from elmo_conformance.conformance.strategies import mix_inputs
 from hypothesis import given
 from hypothesis import strategies as st
 
-import reference
-
-from .case import Case
-from .checks import assert_close, fail
-from .data import scalar_mix_examples, widen
-from .strategies import mix_inputs
+from elmo_conformance import reference
 
 
 def measured_weights(case: Case, s: np.ndarray) -> np.ndarray:

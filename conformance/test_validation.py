@@ -7,12 +7,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
-
-from adapters.protocol import GRAD_METHODS
-
-from .case import Case
-from .data import random_bilm
-from .spec import validation_rows
+from elmo_conformance.adapters.protocol import GRAD_METHODS
+from elmo_conformance.conformance.case import Case
+from elmo_conformance.conformance.data import random_bilm
+from elmo_conformance.conformance.spec import validation_rows
 
 BILM = ("bilm_layers", "bilm_logits", "bilm_loss", "bilm_loss_grad", "bilm_layers_vjp")
 MIX = ("scalar_mix", "scalar_mix_vjp")

@@ -62,7 +62,7 @@ class Recorder:
         self.stats: dict[str, dict[str, Any]] = {}
 
     def pytest_configure(self, config: Any) -> None:
-        from conformance import case, checks
+        from elmo_conformance.conformance import case, checks
 
         def tol(case_: case.Case, quantity: str) -> dict[str, Any]:
             return {"rtol": 1e300, "atol": 1e300, "quantity": quantity}  # never fails, stays finite
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         return worker(args.worker, args.examples, args.out)
 
     sys.path.insert(0, str(ROOT))
-    from conformance.loading import available_builtins
+    from elmo_conformance.conformance.loading import available_builtins
 
     impls = args.impl or [name for name in ("numpy", "torch", "jax") if name in available_builtins()]
     stats: dict[str, dict] = {}

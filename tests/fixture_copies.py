@@ -5,8 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from fixtures.manifest import fixture_files
-from fixtures.store import FIXTURES_DIR, MANIFEST_NAME
+from elmo_conformance.fixtures.manifest import fixture_files
+from elmo_conformance.fixtures.store import FIXTURES_DIR, MANIFEST_NAME
 
 FIXTURE_NAMES = fixture_files(FIXTURES_DIR)
 

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from conformance import tolerances
-from conformance.loading import AdapterLoadError, as_adapter, available_builtins, load_adapter
+from elmo_conformance.conformance import tolerances
+from elmo_conformance.conformance.loading import AdapterLoadError, as_adapter, available_builtins, load_adapter
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,7 +41,7 @@ def test_an_unavailable_adapter_has_every_test_skipped_with_its_reason(tmp_path:
     impl = adapter_file(
         tmp_path,
         """
-        from adapters.numpy import NumpyAdapter
+        from elmo_conformance.adapters.numpy import NumpyAdapter
 
         class Elsewhere(NumpyAdapter):
             name = "elsewhere"
@@ -79,7 +78,7 @@ def test_a_float32_only_adapter_runs_in_float32_and_skips_float64_only_tests(tmp
     impl = adapter_file(
         tmp_path,
         """
-        from adapters.numpy import NumpyAdapter
+        from elmo_conformance.adapters.numpy import NumpyAdapter
 
         class Single(NumpyAdapter):
             name = "single"
@@ -105,7 +104,7 @@ def test_the_cuda_adapter_code_path_works_on_the_cpu_device(tmp_path: Path) -> N
     that exercises the wrapping and the class order, everything but the GPU itself."""
     pytest.importorskip("torch")
     on_cpu = """
-        from adapters.cuda import MUTANTS, CudaAdapter
+        from elmo_conformance.adapters.cuda import MUTANTS, CudaAdapter
 
         class OnCpu(CudaAdapter):
             name = "cuda-on-cpu"
@@ -142,7 +141,7 @@ def test_the_cuda_adapter_code_path_works_on_the_cpu_device(tmp_path: Path) -> N
     ],
 )
 def test_bad_device_declarations_are_refused(attributes: dict, message: str) -> None:
-    from adapters.numpy import NumpyAdapter
+    from elmo_conformance.adapters.numpy import NumpyAdapter
 
     broken = type("Broken", (NumpyAdapter,), {"name": "broken", **attributes})()
     with pytest.raises(AdapterLoadError, match=message):

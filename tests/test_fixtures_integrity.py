@@ -16,11 +16,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fixture_copies import FIXTURE_NAMES, copy_fixtures
-
-from fixtures.__main__ import main as fixtures_main
-from fixtures.manifest import verify_manifest
-from fixtures.store import (
+from elmo_conformance.fixtures.__main__ import main as fixtures_main
+from elmo_conformance.fixtures.manifest import verify_manifest
+from elmo_conformance.fixtures.store import (
     FIXTURES_DIR,
     FIXTURES_ENV,
     MANIFEST_NAME,
@@ -33,7 +31,8 @@ from fixtures.store import (
     load_npz,
     sha256_file,
 )
-from fixtures.validate import FAIL, integrity
+from elmo_conformance.fixtures.validate import FAIL, integrity
+from fixture_copies import FIXTURE_NAMES, copy_fixtures
 
 
 def rehash(copy: Path, name: str) -> None:

@@ -9,14 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from fixtures.drift import compare_value, quantity_of, tolerance, values
-from fixtures.manifest import fixture_files
-from fixtures.provenance import code_files, code_hashes, stale_code, third_party_imports
-from fixtures.store import FIXTURES_DIR, MANIFEST_NAME, REPO_ROOT, SPEC_DIR, load_json
-from fixtures.suite import check_mutant, check_reference
-from fixtures.thresholds import describe, threshold_rows
-from fixtures.validate import FAIL, PASS, WARN, check_provenance
+from elmo_conformance.fixtures.drift import compare_value, quantity_of, tolerance, values
+from elmo_conformance.fixtures.manifest import fixture_files
+from elmo_conformance.fixtures.provenance import code_files, code_hashes, stale_code, third_party_imports
+from elmo_conformance.fixtures.store import FIXTURES_DIR, MANIFEST_NAME, REPO_ROOT, SPEC_DIR, load_json
+from elmo_conformance.fixtures.suite import check_mutant, check_reference
+from elmo_conformance.fixtures.thresholds import describe, threshold_rows
+from elmo_conformance.fixtures.validate import FAIL, PASS, WARN, check_provenance
 
 # ---------------------------------------------------------------------------------------- drift
 

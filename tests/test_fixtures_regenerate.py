@@ -10,11 +10,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fixture_copies import FIXTURE_NAMES, copy_fixtures
-
-from fixtures.__main__ import main as fixtures_main
-from fixtures.drift import compare, tolerance
-from fixtures.store import (
+from elmo_conformance.fixtures.__main__ import main as fixtures_main
+from elmo_conformance.fixtures.drift import compare, tolerance
+from elmo_conformance.fixtures.store import (
     FIXTURES_DIR,
     MANIFEST_NAME,
     dumps_json,
@@ -23,6 +21,7 @@ from fixtures.store import (
     save_npz,
     sha256_file,
 )
+from fixture_copies import FIXTURE_NAMES, copy_fixtures
 
 
 def scale_array(copy: Path, name: str, key: str, factor: float) -> None:

@@ -148,7 +148,7 @@ def test_the_printed_command_reproduces_the_failure(tmp_path: Path) -> None:
         ("no/such/adapter.py", "--impl no/such/adapter.py: no such file"),
         ("nonsense", "expected a built-in name (numpy, torch"),
         ("reference:no_such_attr", "module 'reference' has no attribute 'no_such_attr'"),
-        ("reference.params:LSTM_PARTS", "the adapter has no 'name' string"),
+        ("elmo_conformance.reference.params:LSTM_PARTS", "the adapter has no 'name' string"),
         ("tests/broken/incomplete.py", "adapter 'incomplete' lacks the protocol method(s) scalar_mix, bilm_logits"),
     ],
 )

@@ -15,10 +15,9 @@ import pytest
 pytest.importorskip("jax", reason="jax is optional: pip install jax (nox -s conformance -- --impl jax does)")
 
 import jax  # noqa: E402
-
-from adapters.jax import MUTANTS, JaxAdapter, adapter  # noqa: E402
-from conformance.data import random_bilm  # noqa: E402
-from conformance.spec import mutant_catalog  # noqa: E402
+from elmo_conformance.adapters.jax import MUTANTS, JaxAdapter, adapter  # noqa: E402
+from elmo_conformance.conformance.data import random_bilm  # noqa: E402
+from elmo_conformance.conformance.spec import mutant_catalog  # noqa: E402
 
 
 def test_x64_is_on_and_dtypes_follow_the_inputs() -> None:
@@ -59,7 +58,7 @@ def test_a_mutant_and_the_clean_adapter_do_not_share_compiled_code() -> None:
 
 def test_compiled_programs_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every program holds memory mappings; a long session must not pile up thousands of them."""
-    module = importlib.import_module("adapters.jax.adapter")  # the package's `adapter` is the instance
+    module = importlib.import_module("elmo_conformance.adapters.jax.adapter")  # the package's `adapter` is the instance
     monkeypatch.setattr(module, "MAX_PROGRAMS", 3)
     fresh = JaxAdapter()
     configs = [random_bilm(3, 5, 2, 1, [steps, 1]) for steps in (2, 3, 4, 5, 6)]

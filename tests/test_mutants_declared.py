@@ -8,14 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import elmo_conformance.reference.bilm  # noqa: F401  (reference.bilm below)
 import numpy as np
 import pytest
+from elmo_conformance.conformance.loading import AdapterLoadError, LoadedAdapter, load_adapter, load_mutant
+from elmo_conformance.conformance.mutants.declared import declared_mutants, describe
+from elmo_conformance.conformance.mutants.equivalence import changed_output, first_difference
+from elmo_conformance.conformance.spec import mutant_catalog
 
-import reference.bilm
-from conformance.loading import AdapterLoadError, LoadedAdapter, load_adapter, load_mutant
-from conformance.mutants.declared import declared_mutants, describe
-from conformance.mutants.equivalence import changed_output, first_difference
-from conformance.spec import mutant_catalog
+from elmo_conformance import reference
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOG = {entry["id"]: entry for entry in mutant_catalog()}
@@ -76,7 +77,7 @@ def test_numpy_substitutions_last_only_for_the_adapter_call() -> None:
 
 
 def _small_bilm() -> tuple[dict, np.ndarray, np.ndarray]:
-    from conformance.data import random_bilm
+    from elmo_conformance.conformance.data import random_bilm
 
     return random_bilm(3, 7, 3, 2, [5, 2, 4])
 

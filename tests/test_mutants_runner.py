@@ -15,8 +15,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-
-from conformance.mutants.html import SCHEMA, SCHEMA_VERSION, NpmUnavailable, npm_package
+from elmo_conformance.conformance.mutants.html import SCHEMA, SCHEMA_VERSION, NpmUnavailable, npm_package
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "tests" / "examples" / "declares_mutants.py"
@@ -176,7 +175,7 @@ def test_deleting_the_assertion_a_catalog_mutant_depends_on_fails_the_session(tm
     the loss value, other tests still kill s07, but the runner must name the killer that missed."""
     copy = tmp_path / "repo"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "reports")
-    for folder in ("adapters", "conformance", "reference", "fixtures", "spec"):
+    for folder in ("elmo_conformance", "adapters", "conformance", "reference", "fixtures", "spec"):
         shutil.copytree(ROOT / folder, copy / folder, ignore=ignore)
     shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
     remove_assertion(copy / "conformance" / "test_loss.py", "test_bilm_loss_targets")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from conformance.mutants.model import Baseline, MutantInfo, MutantRun, TestOutcome
-from conformance.mutants.runner import Options, Results, mutant_job
-from conformance.mutants.summary import markdown
-from conformance.mutants.table import terminal
-from conformance.mutants.verdicts import judge, session_failures
+from elmo_conformance.conformance.mutants.model import Baseline, MutantInfo, MutantRun, TestOutcome
+from elmo_conformance.conformance.mutants.runner import Options, Results, mutant_job
+from elmo_conformance.conformance.mutants.summary import markdown
+from elmo_conformance.conformance.mutants.table import terminal
+from elmo_conformance.conformance.mutants.verdicts import judge, session_failures
 
 CATALOG = [
     {"id": "s01", "title": "raw s as weights", "expected_killers": ["test_mix"]},

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conformance.loading import LoadedAdapter
-from conformance.passtable import cell, render, table
+from elmo_conformance.conformance.loading import LoadedAdapter
+from elmo_conformance.conformance.passtable import cell, render, table
 
 ROOT = Path(__file__).resolve().parent.parent
 SKIP_SOFTMAX = ROOT / "tests" / "broken" / "skip_softmax.py"

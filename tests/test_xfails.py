@@ -9,8 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-
-from conformance.xfails import Entry, parse
+from elmo_conformance.conformance.xfails import Entry, parse
 
 ROOT = Path(__file__).resolve().parent.parent
 SKIP_SOFTMAX = ROOT / "tests" / "broken" / "skip_softmax.py"  # fails test_hand_example_scalar_mix (s01)

@@ -27,9 +27,8 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
-
-from adapters.protocol import METHODS
-from adapters.torch.adapter import TorchAdapter
+from elmo_conformance.adapters.protocol import METHODS
+from elmo_conformance.adapters.torch.adapter import TorchAdapter
 
 
 def use_deterministic_cuda() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
-from adapters.torch.mutants import MUTANTS as TORCH_MUTANTS
+from elmo_conformance.adapters.torch.mutants import MUTANTS as TORCH_MUTANTS
 
 from .adapter import CudaAdapter
 

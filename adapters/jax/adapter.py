@@ -17,8 +17,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-
-from reference import validate
+from elmo_conformance.reference import validate
 
 from .elmo import BiLM, LinearProbe, ScalarMix
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import reference
+from elmo_conformance import reference
 
 
 class NumpyAdapter:

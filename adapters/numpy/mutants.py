@@ -18,18 +18,19 @@ from dataclasses import replace
 from types import MappingProxyType, ModuleType
 from typing import Any, ClassVar
 
+import elmo_conformance.reference.bilm
+import elmo_conformance.reference.loss
+import elmo_conformance.reference.probe  # noqa: F401  (reference.bilm, .loss, .probe below)
 import numpy as np
+from elmo_conformance.adapters.protocol import METHODS
+from elmo_conformance.reference import validate
 
-import reference.bilm
-import reference.loss
-import reference.probe
-from adapters.protocol import METHODS
-from reference import validate
+from elmo_conformance import reference
 
 from .adapter import NumpyAdapter
 
 # `reference.scalar_mix` is the function (the package re-exports it), so take the module itself.
-_mix = importlib.import_module("reference.scalar_mix")
+_mix = importlib.import_module("elmo_conformance.reference.scalar_mix")
 
 # The clean functions, taken before any substitution so that a replacement can call them.
 _run_bilm = reference.bilm.run_bilm
@@ -45,7 +46,7 @@ def _holders(owner: object, name: str, original: object) -> list[object]:
     """`owner` and every reference module that imported the same function under `name`."""
     if isinstance(owner, type):
         return [owner]
-    modules = [m for key, m in sys.modules.items() if key == "reference" or key.startswith("reference.")]
+    modules = [m for key, m in sys.modules.items() if key == reference.__name__ or key.startswith(reference.__name__ + ".")]
     return [m for m in modules if isinstance(m, ModuleType) and getattr(m, name, None) is original]
 
 

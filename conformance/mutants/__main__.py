@@ -13,8 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from conformance.loading import BUILTINS, missing_packages
-from conformance.spec import mutant_catalog
+from elmo_conformance.conformance.loading import BUILTINS, missing_packages
+from elmo_conformance.conformance.spec import mutant_catalog
 
 from .html import NpmUnavailable, write_html
 from .pool import WorkerStartError

@@ -14,8 +14,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-
-from conformance.data import probe_separable, random_bilm
+from elmo_conformance.conformance.data import probe_separable, random_bilm
 
 Call = tuple[str, tuple, dict]
 

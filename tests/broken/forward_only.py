@@ -1,6 +1,6 @@
 """A correct adapter without gradients: it declares no `grad` and has no gradient functions."""
 
-import reference
+from elmo_conformance import reference
 
 
 class ForwardOnly:

@@ -2,7 +2,7 @@
 
 import time
 
-from adapters.numpy import NumpyAdapter
+from elmo_conformance.adapters.numpy import NumpyAdapter
 
 
 class Hangs(NumpyAdapter):

@@ -1,6 +1,6 @@
 """Declares a name and capabilities but only one protocol function."""
 
-import reference
+from elmo_conformance import reference
 
 
 class Incomplete:

@@ -1,6 +1,6 @@
 """bilm_loss writes into the caller's ids."""
 
-from adapters.numpy import NumpyAdapter
+from elmo_conformance.adapters.numpy import NumpyAdapter
 
 
 class Mutates(NumpyAdapter):

@@ -1,6 +1,6 @@
 """bilm_layers raises: every test that needs the layers fails, naming the exception."""
 
-from adapters.numpy import NumpyAdapter
+from elmo_conformance.adapters.numpy import NumpyAdapter
 
 
 class Raises(NumpyAdapter):

@@ -1,8 +1,7 @@
 """The chapter's pitfall s01: ScalarMix weights are the raw s."""
 
 import numpy as np
-
-from adapters.numpy import NumpyAdapter
+from elmo_conformance.adapters.numpy import NumpyAdapter
 
 
 class SkipSoftmax(NumpyAdapter):

@@ -1,8 +1,7 @@
 """bilm_logits returns [B, T, V + 1] arrays."""
 
 import numpy as np
-
-from adapters.numpy import NumpyAdapter
+from elmo_conformance.adapters.numpy import NumpyAdapter
 
 
 class WrongShape(NumpyAdapter):

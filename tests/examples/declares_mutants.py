@@ -13,7 +13,7 @@ import time
 
 import numpy as np
 
-import reference
+from elmo_conformance import reference
 
 
 class Mine:
