@@ -7,11 +7,10 @@ message naming the spec section, and never crashes the harness.
 
 from __future__ import annotations
 
-import math
 import signal
 import threading
 import traceback
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +19,9 @@ import numpy as np
 
 from .checks import fail
 from .loading import LoadedAdapter
+from .process import InputModified, ProcessFailure, ProcessTimeout, RemoteError
+from .protocol import Function, ResultChecker, bind_symbols, protocol
+from .purity import first_change, snapshot
 from .tolerances import tolerance
 
 
@@ -44,17 +46,6 @@ def deadline(seconds: float) -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
-
-
-def _arrays_in(value: Any, path: str) -> Iterator[tuple[str, np.ndarray]]:
-    if isinstance(value, np.ndarray):
-        yield path, value
-    elif isinstance(value, Mapping):
-        for key, item in value.items():
-            yield from _arrays_in(item, f"{path}[{key!r}]")
-    elif isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            yield from _arrays_in(item, f"{path}[{i}]")
 
 
 def _short_traceback(exc: BaseException) -> str:
@@ -91,19 +82,54 @@ class Case:
 
     # -- guarded calls ---------------------------------------------------------------------------
 
+    def _invoke(self, method: str, args: tuple, kwargs: dict) -> Any:
+        """The adapter's method, under the call timeout: a process adapter enforces it itself
+        (§15.7); an in-process one gets an alarm, which interrupts Python code only."""
+        adapter = self.impl.adapter
+        if getattr(adapter, "enforces_call_timeout", False):
+            adapter.call_timeout = self.call_timeout
+            return getattr(adapter, method)(*args, **kwargs)
+        with deadline(self.call_timeout):
+            return getattr(adapter, method)(*args, **kwargs)
+
+    def _remote(self) -> bool:
+        return bool(getattr(self.impl.adapter, "enforces_call_timeout", False))
+
     def call(self, method: str, sections: Sequence[str], *args: Any, **kwargs: Any) -> Any:
         """Call adapter.method; turn an exception, a hang or a modified input into a failure."""
         __tracebackhide__ = True
-        before = [(path, array.copy()) for path, array in _arrays_in((args, kwargs), "args")]
+        before = snapshot([list(args), kwargs])
+        problem = None
         try:
-            with deadline(self.call_timeout):
-                result = getattr(self.impl.adapter, method)(*args, **kwargs)
-        except CallTimeout:
-            fail(sections, f"{self.name}.{method} did not return within {self.call_timeout:g} s (--call-timeout)")
-        except Exception as exc:
-            fail(sections, f"{self.name}.{method} raised {type(exc).__name__}: {exc}\n{_short_traceback(exc)}")
+            result = self._invoke(method, args, kwargs)
+        except BaseException as exc:  # noqa: B036  (CallTimeout is a BaseException on purpose)
+            problem = self._raised(method, exc, sections)
+        if problem is not None:  # outside the except block, so the failure carries no exception chain
+            fail(*problem)
         self.check_inputs_unchanged(method, before, args, kwargs)
         return result
+
+    def _raised(
+        self, method: str, exc: BaseException, sections: Sequence[str], why: str | None = None
+    ) -> tuple[tuple[str, ...], str]:
+        """(sections, message) for an exception out of a call; `why` is the bad input of a call
+        that should have raised ValueError. Re-raises what is not the adapter's doing."""
+        if not isinstance(exc, Exception | CallTimeout):
+            raise exc  # KeyboardInterrupt, SystemExit, pytest's own outcomes
+        sections = tuple(sections)
+        given = f" given {why}" if why else ""
+        if isinstance(exc, CallTimeout | ProcessTimeout):
+            detail = f"\n{exc}" if str(exc) else ""
+            return sections, f"{self.name}.{method}{given} did not return within {self.call_timeout:g} s (--call-timeout){detail}"
+        if isinstance(exc, ProcessFailure):
+            return sections, f"{self.name}.{method}{given}: {exc}"
+        if isinstance(exc, InputModified):
+            return ("1.4",), f"{self.name}.{method} modified its input {exc}; functions must not modify inputs"
+        kind, message = (exc.kind, exc.message) if isinstance(exc, RemoteError) else (type(exc).__name__, str(exc))
+        if why:
+            return sections, f"{self.name}.{method}{given} raised {kind} instead of ValueError: {message}"
+        trace = "" if self._remote() or isinstance(exc, RemoteError) else f"\n{_short_traceback(exc)}"
+        return sections, f"{self.name}.{method} raised {kind}: {message}{trace}"
 
     def rejects(self, method: str, argument: str, why: str, sections: Sequence[str], *args: Any, **kwargs: Any) -> None:
         """The call raises ValueError naming `argument` (§1.3, §8), and leaves its inputs alone.
@@ -111,149 +137,57 @@ class Case:
         `argument` may list alternatives as "a|b" where one bad value necessarily breaks two rules.
         """
         __tracebackhide__ = True
-        before = [(path, array.copy()) for path, array in _arrays_in((args, kwargs), "args")]
+        before = snapshot([list(args), kwargs])
+        problem = None
         try:
-            with deadline(self.call_timeout):
-                getattr(self.impl.adapter, method)(*args, **kwargs)
-        except CallTimeout:
-            fail(sections, f"{self.name}.{method} given {why} did not return within {self.call_timeout:g} s")
+            self._invoke(method, args, kwargs)
         except ValueError as exc:
             if not any(name in str(exc) for name in argument.split("|")):
-                fail(
-                    sections,
+                problem = (
+                    tuple(sections),
                     f"{self.name}.{method} given {why} raised ValueError, but its message does not name {argument!r}: {exc}",
                 )
-        except Exception as exc:
-            fail(sections, f"{self.name}.{method} given {why} raised {type(exc).__name__} instead of ValueError: {exc}")
+        except BaseException as exc:  # noqa: B036
+            problem = self._raised(method, exc, sections, why)
         else:
-            fail(sections, f"{self.name}.{method} accepted {why}; expected ValueError naming {argument!r}")
+            problem = (tuple(sections), f"{self.name}.{method} accepted {why}; expected ValueError naming {argument!r}")
+        if problem is not None:
+            fail(*problem)
         self.check_inputs_unchanged(method, before, args, kwargs)
 
-    def check_inputs_unchanged(self, method: str, before: list, args: tuple, kwargs: dict) -> None:
+    def _modified(self, method: str, path: str) -> None:
         __tracebackhide__ = True
-        after = dict(_arrays_in((args, kwargs), "args"))
-        for path, old in before:
-            new = after.get(path)
-            same = new is not None and new.shape == old.shape and new.dtype == old.dtype
-            if not same or not np.array_equal(new, old, equal_nan=old.dtype.kind in "fc"):
-                fail(("1.4",), f"{self.name}.{method} modified its input {path}; functions must not modify inputs")
+        fail(("1.4",), f"{self.name}.{method} modified its input {path}; functions must not modify inputs")
 
-    def array(
-        self, value: Any, what: str, shape: tuple[int, ...], sections: Sequence[str], dtype: Any = None
-    ) -> np.ndarray:
-        """Check a returned array's type, shape, dtype (§1.2) and finiteness."""
+    def check_inputs_unchanged(self, method: str, before: Any, args: tuple, kwargs: dict) -> None:
+        """§1.4: no array of the inputs changed, and no entry was added to or removed from a
+        dict or list of them."""
         __tracebackhide__ = True
-        dtype = np.dtype(dtype or self.dtype)
-        if not isinstance(value, np.ndarray):
-            fail(sections, f"{what}: expected a NumPy array, got {type(value).__name__}")
-        if value.shape != shape:
-            fail(sections, f"{what}: expected shape {list(shape)}, got {list(value.shape)}")
-        if value.dtype != dtype:
-            fail((*sections, "1.2"), f"{what}: expected dtype {dtype}, got {value.dtype}")
-        if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
-            first = tuple(int(i) for i in np.argwhere(~np.isfinite(value))[0])
-            fail(
-                sections,
-                f"{what}: {int((~np.isfinite(value)).sum())} non-finite values, first {float(value[first])!r} at {list(first)}",
-            )
-        return value
+        changed = first_change(before, [list(args), kwargs], "args")
+        if changed:
+            self._modified(method, changed)
 
-    def scalar(self, value: Any, what: str, sections: Sequence[str]) -> float:
+    def checked(self, function: Function, *args: Any, **kwargs: Any) -> Any:
+        """The protocol function, guarded (`call`) and its result checked against its `returns`
+        in spec/protocol.json: structure, types, shapes, dtype (§1.2), finiteness; arrays copied."""
         __tracebackhide__ = True
-        if isinstance(value, np.ndarray) and value.shape in ((), (1,)):
-            value = value.reshape(())[()]
-        if not isinstance(value, int | float | np.floating | np.integer) or isinstance(value, bool):
-            fail(sections, f"{what}: expected a Python float, got {type(value).__name__}")
-        if not math.isfinite(float(value)):
-            fail(sections, f"{what}: expected a finite number, got {value!r}")
-        return float(value)
+        bound = function.bind_arguments(args, kwargs)
+        result = self.call(function.name, (function.section,), *args, **kwargs)
+        params = bound.get("params") if isinstance(bound.get("params"), Mapping) else None
+        return ResultChecker(function, bind_symbols(function, bound), self.dtype, params, fail).check(result)
 
-    def _grad_dict(self, value: Any, what: str, params: Mapping[str, np.ndarray], sections: Sequence[str]) -> dict:
+
+def _guarded(function: Function) -> Callable[..., Any]:
+    def method(self: Case, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
-        if not isinstance(value, Mapping):
-            fail(sections, f"{what}: expected a dict of canonical names to arrays, got {type(value).__name__}")
-        missing = sorted(set(params) - set(value))
-        extra = sorted(set(value) - set(params))
-        if missing or extra:
-            fail(sections, f"{what}: names differ from the parameters (missing {missing}, unexpected {extra})")
-        return {name: self.array(value[name], f"{what}[{name!r}]", params[name].shape, sections) for name in params}
+        return self.checked(function, *args, **kwargs)
 
-    # -- the protocol, checked -------------------------------------------------------------------
+    method.__name__ = method.__qualname__ = function.name
+    method.__doc__ = f"{function.signature()}, guarded and checked (§{function.section})."
+    return method
 
-    def layers(self, params: Mapping, ids: np.ndarray, lengths: np.ndarray | None) -> list[np.ndarray]:
-        __tracebackhide__ = True
-        n_layers = sum(1 for name in params if name.endswith(".weight_ih")) // 2
-        d = params["embedding"].shape[1]
-        out = self.call("bilm_layers", ("3.4",), params, ids, lengths)
-        if not isinstance(out, Sequence) or len(out) != n_layers + 1:
-            got = len(out) if isinstance(out, Sequence) else type(out).__name__
-            fail(("3.4",), f"bilm_layers: expected a list of L+1 = {n_layers + 1} arrays, got {got}")
-        return [
-            self.array(layer, f"bilm_layers()[{k}] (R^{k})", (*ids.shape, 2 * d), ("3.4",))
-            for k, layer in enumerate(out)
-        ]
 
-    def logits(self, params: Mapping, ids: np.ndarray, lengths: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        __tracebackhide__ = True
-        out = self.call("bilm_logits", ("3.5",), params, ids, lengths)
-        if not isinstance(out, Sequence) or len(out) != 2:
-            fail(("3.5",), f"bilm_logits: expected a pair (fwd, bwd), got {type(out).__name__}")
-        shape = (*ids.shape, params["embedding"].shape[0])
-        return self.array(out[0], "bilm_logits()[0] (fwd)", shape, ("3.5",)), self.array(
-            out[1], "bilm_logits()[1] (bwd)", shape, ("3.5",)
-        )
-
-    def loss(self, params: Mapping, ids: np.ndarray, lengths: np.ndarray | None) -> float:
-        __tracebackhide__ = True
-        return self.scalar(self.call("bilm_loss", ("4.2",), params, ids, lengths), "bilm_loss", ("4.2",))
-
-    def loss_grad(self, params: Mapping, ids: np.ndarray, lengths: np.ndarray | None) -> dict[str, np.ndarray]:
-        __tracebackhide__ = True
-        return self._grad_dict(
-            self.call("bilm_loss_grad", ("6.1",), params, ids, lengths), "bilm_loss_grad", params, ("6.1",)
-        )
-
-    def layers_vjp(
-        self, params: Mapping, ids: np.ndarray, lengths: np.ndarray | None, g_layers: list
-    ) -> dict[str, np.ndarray]:
-        __tracebackhide__ = True
-        out = self.call("bilm_layers_vjp", ("6.2",), params, ids, lengths, g_layers)
-        return self._grad_dict(out, "bilm_layers_vjp", params, ("6.2",))
-
-    def mix(self, s: np.ndarray, gamma: np.ndarray, layers: Sequence[np.ndarray]) -> np.ndarray:
-        __tracebackhide__ = True
-        out = self.call("scalar_mix", ("5.2",), s, gamma, layers)
-        return self.array(out, "scalar_mix", layers[0].shape, ("5.2",))
-
-    def mix_vjp(
-        self, s: np.ndarray, gamma: np.ndarray, layers: Sequence[np.ndarray], g_out: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
-        __tracebackhide__ = True
-        out = self.call("scalar_mix_vjp", ("6.3",), s, gamma, layers, g_out)
-        if not isinstance(out, Sequence) or len(out) != 3:
-            fail(("6.3",), f"scalar_mix_vjp: expected (g_s, g_gamma, g_layers), got {type(out).__name__}")
-        g_s = self.array(out[0], "scalar_mix_vjp g_s", s.shape, ("6.3",))
-        g_gamma = self.array(out[1], "scalar_mix_vjp g_gamma", (1,), ("6.3",))
-        if not isinstance(out[2], Sequence) or len(out[2]) != len(layers):
-            fail(("6.3",), f"scalar_mix_vjp: expected {len(layers)} layer gradients")
-        g_layers = [
-            self.array(g, f"scalar_mix_vjp g_layers[{k}]", layers[0].shape, ("6.3",)) for k, g in enumerate(out[2])
-        ]
-        return g_s, g_gamma, g_layers
-
-    def probe(
-        self, features: np.ndarray, labels: np.ndarray, n_classes: int, **settings: Any
-    ) -> tuple[np.ndarray, np.ndarray]:
-        __tracebackhide__ = True
-        out = self.call("fit_linear_probe", ("7.4",), features, labels, n_classes, **settings)
-        if not isinstance(out, Sequence) or len(out) != 2:
-            fail(("7.4",), f"fit_linear_probe: expected a pair (W, b), got {type(out).__name__}")
-        W = self.array(out[0], "fit_linear_probe W", (features.shape[1], n_classes), ("7.4",))
-        return W, self.array(out[1], "fit_linear_probe b", (n_classes,), ("7.4",))
-
-    def accuracy(self, W: np.ndarray, b: np.ndarray, features: np.ndarray, labels: np.ndarray) -> float:
-        __tracebackhide__ = True
-        value = self.scalar(self.call("probe_accuracy", ("7.5",), W, b, features, labels), "probe_accuracy", ("7.5",))
-        if not 0.0 <= value <= 1.0:
-            fail(("7.5",), f"probe_accuracy: expected a fraction in [0, 1], got {value!r}")
-        return value
+# Case.scalar_mix, Case.bilm_layers, ...: one guarded call per protocol function, named as
+# spec/protocol.json names it.
+for _function in protocol().functions.values():
+    setattr(Case, _function.name, _guarded(_function))

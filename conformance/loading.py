@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from elmo_conformance.adapters.protocol import GRAD_METHODS, METHODS
+from .protocol import protocol
 
 # Built-in name -> (module holding `adapter`, packages it needs).
 BUILTINS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -81,7 +81,9 @@ def _find_object(arg: str) -> object:
             raise AdapterLoadError(f"--impl {arg}: module {module_name!r} has no attribute {attr!r}")
         return getattr(module, attr)
     names = ", ".join(BUILTINS)
-    raise AdapterLoadError(f"--impl {arg}: expected a built-in name ({names}), a .py file, or package.module:attr")
+    raise AdapterLoadError(
+        f"--impl {arg}: expected a built-in name ({names}), a .py file, package.module:attr, or cmd:PROGRAM ARGS"
+    )
 
 
 def as_adapter(obj: object, where: str) -> LoadedAdapter:
@@ -95,8 +97,7 @@ def as_adapter(obj: object, where: str) -> LoadedAdapter:
     if capabilities is None or isinstance(capabilities, str) or not all(isinstance(c, str) for c in capabilities):
         raise AdapterLoadError(f"{where}: 'capabilities' must be a set of strings such as {{'float64', 'grad'}} (§11)")
     capabilities = frozenset(capabilities)
-    needed = [m for m in METHODS if "grad" in capabilities or m not in GRAD_METHODS]
-    missing = [m for m in needed if not callable(getattr(obj, m, None))]
+    missing = [m for m in protocol().required_methods(capabilities) if not callable(getattr(obj, m, None))]
     if missing:
         raise AdapterLoadError(f"{where}: adapter {name!r} lacks the protocol method(s) {', '.join(missing)} (§11)")
     if not capabilities & {"float64", "float32"}:
@@ -116,7 +117,25 @@ def _device_of(obj: object, name: str, where: str) -> tuple[str, str | None]:
     return device, unavailable
 
 
+def _load_process(arg: str) -> LoadedAdapter:
+    """`cmd:PROGRAM ARGS`: a process speaking the wire protocol (§15), one per argument and
+    harness process; started here, and stopped when the harness exits."""
+    from .process import ProcessAdapter, ProcessStartError, command_of
+
+    if arg not in _PROCESSES:
+        try:
+            _PROCESSES[arg] = ProcessAdapter(arg, command_of(arg))
+        except ProcessStartError as exc:
+            raise AdapterLoadError(str(exc)) from None
+    return as_adapter(_PROCESSES[arg], arg)
+
+
+_PROCESSES: dict[str, object] = {}
+
+
 def load_adapter(arg: str) -> LoadedAdapter:
+    if arg.startswith("cmd:"):
+        return _load_process(arg)
     try:
         obj = _find_object(arg)
     except AdapterLoadError:

@@ -6,6 +6,7 @@ conformance/conftest.py imports these hooks, so `pytest conformance --impl numpy
 from __future__ import annotations
 
 import json
+import shlex
 import time
 from pathlib import Path
 
@@ -146,10 +147,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def _reproduce(item: pytest.Item) -> str:
     case = getattr(item, "callspec", None) and item.callspec.params.get("case")
-    impl = f" --impl {case.impl.arg}" if isinstance(case, Case) else ""
+    impl = f" --impl {shlex.quote(case.impl.arg)}" if isinstance(case, Case) else ""
     mutant = item.config.getoption("mutant", None)
-    impl += f" --mutant {mutant}" if mutant else ""
-    return f"nox -s conformance --{impl} '{item.nodeid}'"
+    impl += f" --mutant {shlex.quote(mutant)}" if mutant else ""
+    return f"nox -s conformance --{impl} {shlex.quote(item.nodeid)}"
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -27,7 +27,7 @@ def check_rows_alone(
 ) -> None:
     """Row b run alone, as a batch of one with T = ℓ_b, gives the batch's states for row b (§3.3)."""
     for row, length in enumerate(lengths):
-        alone = case.layers(params, ids[row : row + 1, :length], None)
+        alone = case.bilm_layers(params, ids[row : row + 1, :length], None)
         for k, (single, batched) in enumerate(zip(alone, layers)):
             assert_close(
                 single[0],
@@ -43,7 +43,7 @@ def test_r0_repeats_the_embedding(case: Case) -> None:
     """R^0 = [e ; e] at real positions, exactly the embedding rows; 0 at padded positions."""
     params, ids, lengths = random_bilm(1, VOCAB, D, N_LAYERS, [5, 3, 1, 5, 2])
     params = case.cast(params)
-    r0 = case.layers(params, ids, lengths)[0]
+    r0 = case.bilm_layers(params, ids, lengths)[0]
     e = params["embedding"][ids]
     mask = real_mask(lengths, ids.shape[1])[:, :, None]
     assert_bitwise(r0, np.where(mask, np.concatenate([e, e], axis=-1), 0).astype(case.dtype), "R^0", ("3.1", "3.4"))
@@ -59,7 +59,7 @@ def test_forward_layers_never_see_the_future(case: Case, data: st.DataObject) ->
     params = case.cast(params)
     later = np.arange(ids.shape[1])[None, :] > cut
     other = changed(ids, np.broadcast_to(later, ids.shape), VOCAB, np.random.default_rng(cut))
-    before, after = case.layers(params, ids, lengths_), case.layers(params, other, lengths_)
+    before, after = case.bilm_layers(params, ids, lengths_), case.bilm_layers(params, other, lengths_)
     for k in range(1, N_LAYERS + 1):
         assert_bitwise(
             after[k][:, : cut + 1, :D],
@@ -80,7 +80,7 @@ def test_backward_layers_never_see_the_past(case: Case, data: st.DataObject) -> 
     params = case.cast(params)
     earlier = np.arange(ids.shape[1])[None, :] < cut
     other = changed(ids, np.broadcast_to(earlier, ids.shape), VOCAB, np.random.default_rng(cut))
-    before, after = case.layers(params, ids, lengths_), case.layers(params, other, lengths_)
+    before, after = case.bilm_layers(params, ids, lengths_), case.bilm_layers(params, other, lengths_)
     for k in range(1, N_LAYERS + 1):
         assert_bitwise(
             after[k][:, cut:, D:],
@@ -100,14 +100,14 @@ def test_padding_never_leaks(case: Case, data: st.DataObject) -> None:
     params, ids, lengths_ = random_bilm(data.draw(st.integers(0, 2**16), label="seed"), VOCAB, D, N_LAYERS, lengths)
     params = case.cast(params)
     mask = real_mask(lengths_, ids.shape[1])
-    layers = case.layers(params, ids, lengths_)
+    layers = case.bilm_layers(params, ids, lengths_)
     for k, layer in enumerate(layers):
         leaked = np.argwhere(layer[~mask] != 0)
         if leaked.size:
             b, t = np.argwhere(~mask)[leaked[0][0]]
             fail(("3.4",), f"R^{k} is not 0 at padded position [{b}, {t}] (lengths {lengths}): {layer[b, t].tolist()}")
     other = changed(ids, ~mask, VOCAB, np.random.default_rng(len(lengths)))
-    for k, (a, b) in enumerate(zip(case.layers(params, other, lengths_), layers)):
+    for k, (a, b) in enumerate(zip(case.bilm_layers(params, other, lengths_), layers)):
         assert_bitwise(a, b, f"R^{k} after changing only padded tokens (lengths {lengths})", ("3.4",))
     check_rows_alone(case, params, ids, lengths_, layers, "3.4")
 
@@ -118,7 +118,7 @@ def test_batch_order_does_not_matter(case: Case) -> None:
     params, ids, lengths = random_bilm(2, VOCAB, D, N_LAYERS, [6, 2, 4, 6, 1, 3])
     params = case.cast(params)
     order = np.array([3, 5, 0, 4, 1, 2])
-    for k, (a, b) in enumerate(zip(case.layers(params, ids[order], lengths[order]), case.layers(params, ids, lengths))):
+    for k, (a, b) in enumerate(zip(case.bilm_layers(params, ids[order], lengths[order]), case.bilm_layers(params, ids, lengths))):
         assert_close(a, b[order], case.tol("layers"), f"R^{k} of a permuted batch", ("3.3", "3.4"))
 
 
@@ -127,8 +127,8 @@ def test_logits_use_the_shared_output_layer(case: Case) -> None:
     """fwd = W_out f^L + c and bwd = W_out b^L + c from the adapter's own R^L; c at padded positions."""
     params, ids, lengths = random_bilm(3, VOCAB, D, N_LAYERS, [5, 3, 1, 5])
     params = case.cast(params)
-    top = widen(case.layers(params, ids, lengths)[-1])
-    fwd, bwd = case.logits(params, ids, lengths)
+    top = widen(case.bilm_layers(params, ids, lengths)[-1])
+    fwd, bwd = case.bilm_logits(params, ids, lengths)
     weight, bias = widen(params["out.weight"]), widen(params["out.bias"])
     assert_close(fwd, top[..., :D] @ weight.T + bias, case.tol("logits"), "fwd logits against W_out f^L + c", ("3.5",))
     assert_close(bwd, top[..., D:] @ weight.T + bias, case.tol("logits"), "bwd logits against W_out b^L + c", ("3.5",))
@@ -142,9 +142,9 @@ def test_layers_and_logits_match_reference(case: Case, data: st.DataObject) -> N
     params, ids, lengths = config.build()
     params = case.cast(params)
     expected = reference.bilm_layers(widen(params), ids, lengths)
-    for k, (got, want) in enumerate(zip(case.layers(params, ids, lengths), expected)):
+    for k, (got, want) in enumerate(zip(case.bilm_layers(params, ids, lengths), expected)):
         assert_close(got, want, case.tol("layers"), f"R^{k} for {config}", ("3.4",))
     for name, got, want in zip(
-        ("fwd", "bwd"), case.logits(params, ids, lengths), reference.bilm_logits(widen(params), ids, lengths)
+        ("fwd", "bwd"), case.bilm_logits(params, ids, lengths), reference.bilm_logits(widen(params), ids, lengths)
     ):
         assert_close(got, want, case.tol("logits"), f"{name} logits for {config}", ("3.5",))

@@ -49,9 +49,9 @@ def check_against_central_differences(
 @pytest.mark.dtypes("float64")
 def test_loss_grad_against_central_differences(case: Case) -> None:
     params, ids, lengths = random_bilm(6, 6, 3, 2, [5, 3, 1, 5])
-    grads = case.loss_grad(params, ids, lengths)
+    grads = case.bilm_loss_grad(params, ids, lengths)
     check_against_central_differences(
-        case, lambda p: case.loss(p, ids, lengths), params, grads, "bilm_loss_grad", "6.1"
+        case, lambda p: case.bilm_loss(p, ids, lengths), params, grads, "bilm_loss_grad", "6.1"
     )
 
 
@@ -63,9 +63,9 @@ def test_layers_vjp_against_central_differences(case: Case) -> None:
     g_layers = [rng.standard_normal((*ids.shape, 6)) for _ in range(3)]
 
     def objective(p: dict) -> float:
-        return float(sum(np.sum(g * layer) for g, layer in zip(g_layers, case.layers(p, ids, lengths))))
+        return float(sum(np.sum(g * layer) for g, layer in zip(g_layers, case.bilm_layers(p, ids, lengths))))
 
-    grads = case.layers_vjp(params, ids, lengths, g_layers)
+    grads = case.bilm_layers_vjp(params, ids, lengths, g_layers)
     check_against_central_differences(case, objective, params, grads, "bilm_layers_vjp", "6.2")
 
 
@@ -78,8 +78,8 @@ def test_layers_vjp_ignores_padding_and_output_layer(case: Case) -> None:
     g_layers = case.cast([rng.standard_normal((*ids.shape, 6)) for _ in range(3)])
     padded = ~real_mask(lengths, ids.shape[1])[:, :, None]
     noisy = [np.where(padded, case.cast(100.0 * rng.standard_normal(g.shape)), g) for g in g_layers]
-    clean = case.layers_vjp(params, ids, lengths, g_layers)
-    for name, value in case.layers_vjp(params, ids, lengths, noisy).items():
+    clean = case.bilm_layers_vjp(params, ids, lengths, g_layers)
+    for name, value in case.bilm_layers_vjp(params, ids, lengths, noisy).items():
         assert_close(
             value, clean[name], case.tol("layers_vjp"), f"gradient of {name!r} with padded g_layers changed", ("6.2",)
         )
@@ -99,8 +99,8 @@ def test_gradients_match_reference(case: Case, data: st.DataObject) -> None:
     g_layers = case.cast([rng.standard_normal((*ids.shape, 2 * config.d)) for _ in range(config.n_layers + 1)])
     want_loss = reference.bilm_loss_grad(widen(params), ids, lengths)
     want_vjp = reference.bilm_layers_vjp(widen(params), ids, lengths, widen(g_layers))
-    got_loss = case.loss_grad(params, ids, lengths)
-    got_vjp = case.layers_vjp(params, ids, lengths, g_layers)
+    got_loss = case.bilm_loss_grad(params, ids, lengths)
+    got_vjp = case.bilm_layers_vjp(params, ids, lengths, g_layers)
     for name in params:
         assert_close(
             got_loss[name], want_loss[name], case.tol("loss_grad"), f"bilm_loss_grad[{name!r}] for {config}", ("6.1",)

@@ -42,8 +42,8 @@ def test_bilm_loss_targets(case: Case) -> None:
     lengths_list = [6, 4, 2, 7, 1]
     params, ids, lengths = random_bilm(4, 9, 4, 2, lengths_list, scale=2.0)
     params = case.cast(params)
-    fwd, bwd = (widen(x) for x in case.logits(params, ids, lengths))
-    got = case.loss(params, ids, lengths)
+    fwd, bwd = (widen(x) for x in case.bilm_logits(params, ids, lengths))
+    got = case.bilm_loss(params, ids, lengths)
     want = 0.5 * (forward_mean(fwd, ids, lengths, 1) + backward_mean(bwd, ids, lengths, 1))
     if not np.isclose(got, want, rtol=case.tol("loss")["rtol"], atol=case.tol("loss")["atol"]):
         hints = {
@@ -76,5 +76,5 @@ def test_loss_matches_reference(case: Case, data: st.DataObject) -> None:
     params = case.cast(params)
     want = reference.bilm_loss(widen(params), ids, lengths)
     assert_close(
-        np.array(case.loss(params, ids, lengths)), np.array(want), case.tol("loss"), f"bilm_loss for {config}", ("4.2",)
+        np.array(case.bilm_loss(params, ids, lengths)), np.array(want), case.tol("loss"), f"bilm_loss for {config}", ("4.2",)
     )

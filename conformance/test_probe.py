@@ -24,7 +24,7 @@ def separable(case: Case) -> tuple[np.ndarray, np.ndarray, int, dict]:
 def test_probe_separates_separable_data(case: Case) -> None:
     """Accuracy 1 on separable clusters far from the origin; the folded weights work on raw features."""
     X, y, n_classes, settings = separable(case)
-    W, b = case.probe(X, y, n_classes, **settings)
+    W, b = case.fit_linear_probe(X, y, n_classes, **settings)
     raw = np.argmax(widen(X) @ widen(W) + widen(b), axis=1)
     if not np.all(raw == y):
         mu, sigma = reference.probe.standardize(widen(X))
@@ -35,7 +35,7 @@ def test_probe_separates_separable_data(case: Case) -> None:
             else ""
         )
         fail(("7.4",), f"argmax(X W + b) on raw features is right for {int(np.sum(raw == y))} of {len(y)} rows{hint}")
-    accuracy = case.accuracy(W, b, X, y)
+    accuracy = case.probe_accuracy(W, b, X, y)
     if accuracy != 1.0:
         fail(("7.5",), f"probe_accuracy = {accuracy!r} for weights that classify every row correctly")
 
@@ -44,7 +44,7 @@ def test_probe_separates_separable_data(case: Case) -> None:
 def test_probe_matches_golden_weights(case: Case) -> None:
     """(W, b) after the fixture's steps equal the oracle's (PyTorch float64, §12.3)."""
     X, y, n_classes, settings = separable(case)
-    W, b = case.probe(X, y, n_classes, **settings)
+    W, b = case.fit_linear_probe(X, y, n_classes, **settings)
     data = probe_separable()
     assert_close(W, data["W"], case.tol("probe_weights"), "W", ("7.4", "12.3"))
     assert_close(b, data["b"], case.tol("probe_weights"), "b", ("7.4", "12.3"))
@@ -56,7 +56,7 @@ def test_probe_gives_a_constant_column_no_weight(case: Case) -> None:
     X, y, n_classes, settings = separable(case)
     constant = np.flatnonzero(np.all(X == X[0], axis=0))
     assert constant.size, "the probe fixture must hold a constant column (§12.3)"
-    W, _ = case.probe(X, y, n_classes, **settings)
+    W, _ = case.fit_linear_probe(X, y, n_classes, **settings)
     if np.any(W[constant] != 0):
         fail(("7.1",), f"W rows {constant.tolist()} (constant columns) are {W[constant].tolist()}, expected exactly 0")
 
@@ -64,7 +64,7 @@ def test_probe_gives_a_constant_column_no_weight(case: Case) -> None:
 @pytest.mark.spec("7.3", "7.4")
 def test_probe_with_zero_steps_is_the_zero_start(case: Case) -> None:
     X, y, n_classes, _ = separable(case)
-    W, b = case.probe(X, y, n_classes, steps=0)
+    W, b = case.fit_linear_probe(X, y, n_classes, steps=0)
     if np.any(W != 0) or np.any(b != 0):
         fail(("7.3",), "steps = 0 must return W = 0 and b = 0 (the start, folded back)")
 
@@ -74,7 +74,7 @@ def test_probe_accuracy_breaks_ties_to_the_lowest_index(case: Case) -> None:
     X = case.cast(np.array([[1.0, 2.0], [3.0, -1.0], [0.5, 0.5], [2.0, 2.0]]))
     labels = np.array([0, 1, 2, 0])
     W = case.cast(np.zeros((2, 3)))
-    got = case.accuracy(W, case.cast(np.array([1.0, 1.0, 0.0])), X, labels)
+    got = case.probe_accuracy(W, case.cast(np.array([1.0, 1.0, 0.0])), X, labels)
     if got != 0.5:
         fail(
             ("7.5",), f"with logits tied between classes 0 and 1, rows labelled 0 are right: expected 0.5, got {got!r}"
@@ -85,8 +85,8 @@ def test_probe_accuracy_breaks_ties_to_the_lowest_index(case: Case) -> None:
 def test_probe_is_deterministic_and_validates(case: Case) -> None:
     """Identical probes from identical data; bad shapes, labels and a single class raise ValueError."""
     X, y, n_classes, settings = separable(case)
-    W1, b1 = case.probe(X, y, n_classes, **settings)
-    W2, b2 = case.probe(X.copy(), y.copy(), n_classes, **settings)
+    W1, b1 = case.fit_linear_probe(X, y, n_classes, **settings)
+    W2, b2 = case.fit_linear_probe(X.copy(), y.copy(), n_classes, **settings)
     assert_bitwise(W2, W1, "W of a second fit on the same data", ("1.4", "7"))
     assert_bitwise(b2, b1, "b of a second fit on the same data", ("1.4", "7"))
     rejected = [
@@ -107,7 +107,7 @@ def test_probe_matches_reference(case: Case, data: st.DataObject) -> None:
     p = probe_data(data)
     X = case.cast(p.features)
     settings = {"l2": p.l2, "steps": p.steps, "lr": p.lr}
-    W, b = case.probe(X, p.labels, p.n_classes, **settings)
+    W, b = case.fit_linear_probe(X, p.labels, p.n_classes, **settings)
     want_W, want_b = reference.fit_linear_probe(widen(X), p.labels, p.n_classes, **settings)
     assert_close(W, want_W, case.tol("probe_weights"), f"W for {p.features.shape} {settings}", ("7.4",))
     assert_close(b, want_b, case.tol("probe_weights"), f"b for {p.features.shape} {settings}", ("7.4",))

@@ -17,7 +17,7 @@ from elmo_conformance import reference
 def measured_weights(case: Case, s: np.ndarray) -> np.ndarray:
     """softmax(s) as the adapter computes it: the mix of unit vectors with γ = 1 (§5.2)."""
     unit_layers = [case.cast(row) for row in np.eye(len(s))]
-    return case.mix(case.cast(s), case.cast(np.ones(1)), unit_layers)
+    return case.scalar_mix(case.cast(s), case.cast(np.ones(1)), unit_layers)
 
 
 @pytest.mark.spec("5.1", "5.2")
@@ -35,7 +35,7 @@ def test_hand_example_scalar_mix(case: Case) -> None:
             )
         assert_close(weights, np.array(example["weights"]), case.tol("mix"), f"{name}: softmax(s)", ("5.1",))
 
-        out = case.mix(case.cast(s), case.cast(gamma), case.cast(layers))
+        out = case.scalar_mix(case.cast(s), case.cast(gamma), case.cast(layers))
         expected = np.array(example["mix"])
         if "raw_scalar_mix" in example and np.allclose(out, example["raw_scalar_mix"], rtol=1e-3):
             fail(
@@ -63,15 +63,15 @@ def test_scalar_mix_starts_uniform_and_trains(case: Case) -> None:
     layers = [rng.standard_normal((2, 3, 4)) for _ in range(3)]
     s0, gamma0 = np.zeros(3), np.ones(1)
     assert_close(
-        case.mix(s0, gamma0, layers), np.mean(layers, axis=0), case.tol("mix"), "mix at s = 0, γ = 1", ("5.3",)
+        case.scalar_mix(s0, gamma0, layers), np.mean(layers, axis=0), case.tol("mix"), "mix at s = 0, γ = 1", ("5.3",)
     )
 
     s, gamma, g_out = rng.standard_normal(3), np.array([1.3]), rng.standard_normal((2, 3, 4))
 
     def objective(s_: np.ndarray, gamma_: np.ndarray, layers_: list[np.ndarray]) -> float:
-        return float(np.sum(g_out * case.mix(s_, gamma_, layers_)))
+        return float(np.sum(g_out * case.scalar_mix(s_, gamma_, layers_)))
 
-    g_s, g_gamma, g_layers = case.mix_vjp(s, gamma, layers, g_out)
+    g_s, g_gamma, g_layers = case.scalar_mix_vjp(s, gamma, layers, g_out)
     tol = case.tol("finite_difference")
     fd_s = [central_difference(lambda x: objective(x, gamma, layers), s, (k,)) for k in range(3)]
     assert_close(g_s, np.array(fd_s), tol, "g_s against central differences", ("6.3",))
@@ -88,12 +88,12 @@ def test_scalar_mix_starts_uniform_and_trains(case: Case) -> None:
     # Learn (s, γ) towards a target mix by gradient descent on 0.5 ‖mix − target‖² (§5.3: trained with the task).
     target = reference.scalar_mix(np.array([1.0, -1.0, 0.5]), np.array([1.7]), layers)
     s_t, gamma_t = s0.copy(), gamma0.copy()
-    start = 0.5 * np.sum((case.mix(s_t, gamma_t, layers) - target) ** 2)
+    start = 0.5 * np.sum((case.scalar_mix(s_t, gamma_t, layers) - target) ** 2)
     for _ in range(150):
-        residual = case.mix(s_t, gamma_t, layers) - target
-        g_s, g_gamma, _ = case.mix_vjp(s_t, gamma_t, layers, residual)
+        residual = case.scalar_mix(s_t, gamma_t, layers) - target
+        g_s, g_gamma, _ = case.scalar_mix_vjp(s_t, gamma_t, layers, residual)
         s_t, gamma_t = s_t - 0.05 * g_s, gamma_t - 0.05 * g_gamma
-    end = 0.5 * np.sum((case.mix(s_t, gamma_t, layers) - target) ** 2)
+    end = 0.5 * np.sum((case.scalar_mix(s_t, gamma_t, layers) - target) ** 2)
     if not end < 0.01 * start:
         fail(("5.3", "6.3"), f"150 gradient steps on (s, γ) took the squared error from {start:.4g} only to {end:.4g}")
 
@@ -103,9 +103,9 @@ def test_scalar_mix_is_stable_for_large_s(case: Case) -> None:
     """A shifted softmax keeps the weights finite for any finite s."""
     layers = case.cast([np.full(3, 2.0), np.full(3, -1.0), np.full(3, 5.0)])
     gamma = case.cast(np.array([1.5]))
-    out = case.mix(case.cast(np.array([1000.0, 0.0, -1000.0])), gamma, layers)
+    out = case.scalar_mix(case.cast(np.array([1000.0, 0.0, -1000.0])), gamma, layers)
     assert_close(out, 1.5 * np.full(3, 2.0), case.tol("mix"), "mix at s = (1000, 0, -1000)", ("5.4",))
-    out = case.mix(case.cast(np.array([-1000.0, -1000.0, -1000.0])), gamma, layers)
+    out = case.scalar_mix(case.cast(np.array([-1000.0, -1000.0, -1000.0])), gamma, layers)
     assert_close(out, 1.5 * np.full(3, 2.0), case.tol("mix"), "mix at s = (-1000, -1000, -1000)", ("5.4",))
 
 
@@ -115,7 +115,7 @@ def test_scalar_mix_matches_reference(case: Case, data: st.DataObject) -> None:
     """Differential: the adapter's mix equals the reference's on random inputs."""
     s, gamma, layers, _ = (case.cast(x) for x in mix_inputs(data))
     expected = reference.scalar_mix(widen(s), widen(gamma), widen(layers))
-    assert_close(case.mix(s, gamma, layers), expected, case.tol("mix"), "scalar_mix", ("5.2",))
+    assert_close(case.scalar_mix(s, gamma, layers), expected, case.tol("mix"), "scalar_mix", ("5.2",))
 
 
 @pytest.mark.spec("6.3")
@@ -125,7 +125,7 @@ def test_scalar_mix_vjp_matches_reference(case: Case, data: st.DataObject) -> No
     """Differential: (g_s, g_gamma, g_layers) equal the closed form of §6.3."""
     s, gamma, layers, g_out = (case.cast(x) for x in mix_inputs(data))
     e_s, e_gamma, e_layers = reference.scalar_mix_vjp(widen(s), widen(gamma), widen(layers), widen(g_out))
-    g_s, g_gamma, g_layers = case.mix_vjp(s, gamma, layers, g_out)
+    g_s, g_gamma, g_layers = case.scalar_mix_vjp(s, gamma, layers, g_out)
     tol = case.tol("mix_vjp")
     assert_close(g_s, e_s, tol, "g_s", ("6.3",))
     assert_close(g_gamma, e_gamma, tol, "g_gamma", ("6.3",))

@@ -1,0 +1,522 @@
+"""An implementation as a process that speaks the wire protocol (spec §15): `--impl 'cmd:PROGRAM ARGS'`.
+
+`ProcessAdapter` has the attributes and methods of §11, so the harness checks it exactly as it
+checks a Python object. Each protocol call becomes one request; the answer's value is returned, an
+error of kind ValueError is raised as ValueError with the same message (§15.6). Whatever the
+process does wrong (exits, is killed, hangs past the call timeout, writes something that is not a
+frame, a truncated or oversized frame, an undecodable value, an answer to another request) raises
+`ProcessFailure`, whose message says what was sent, what came back and what the process last wrote
+to standard error; the process is stopped and the next call starts a fresh one (§15.7).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import select
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Mapping
+from typing import Any
+
+import jsonschema
+
+from elmo_conformance import __version__
+
+from . import wire
+from .protocol import Function, protocol
+from .spec import SPEC_DIR
+
+PREFIX = "cmd:"
+STDERR_KEEP = 64 * 1024  # bytes of standard error kept for messages (§15.7)
+STDERR_LINES = 20  # lines of it shown in a message
+STARTUP_TIMEOUT = 120.0  # seconds for a process to answer hello
+_STOP_GRACE = 2.0  # seconds between closing stdin, SIGTERM and SIGKILL
+
+# Run the program so that Linux kills it when the harness dies, whatever the harness died of:
+# PR_SET_PDEATHSIG, set in a tiny launcher that then execs the program (a preexec_fn would run in
+# a forked copy of a process with threads).
+_LAUNCHER = (
+    "import ctypes, os, signal, sys\n"
+    "try:\n"
+    "    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)\n"
+    "except Exception:\n"
+    "    pass\n"
+    "if os.getppid() != int(sys.argv[1]):\n"
+    "    os._exit(70)\n"
+    "try:\n"
+    "    os.execvp(sys.argv[2], sys.argv[2:])\n"
+    "except OSError as exc:\n"
+    "    sys.stderr.write(f'cannot run {sys.argv[2]!r}: {exc.strerror}\\n')\n"
+    "    os._exit(127)\n"
+)
+
+
+class ProcessFailure(Exception):
+    """The process broke the protocol or died during a call; the message says what happened."""
+
+
+class ProcessTimeout(ProcessFailure):
+    """The process did not answer within the call timeout."""
+
+
+class ProcessStartError(Exception):
+    """The process could not be started or did not complete the handshake (§15.4)."""
+
+
+class RemoteError(Exception):
+    """The implementation answered a call with an error of a kind other than ValueError (§15.6)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+
+
+class InputModified(Exception):
+    """The protocol server saw the Python adapter modify an input (§1.4); the message is its path."""
+
+
+def command_of(arg: str) -> list[str]:
+    """`cmd:PROGRAM ARGS` as an argument list (split as a POSIX shell would, nothing expanded)."""
+    text = arg[len(PREFIX) :].strip()
+    try:
+        argv = shlex.split(text)
+    except ValueError as exc:
+        raise ProcessStartError(f"--impl {arg}: cannot split the command: {exc}") from None
+    if not argv:
+        raise ProcessStartError(f"--impl {arg}: no command after {PREFIX!r}")
+    return argv
+
+
+# ------------------------------------------------------------------------------ one running process
+
+
+class _StderrTail(threading.Thread):
+    """Reads a process's standard error as it comes, keeping the last STDERR_KEEP bytes, so that a
+    process that floods it never blocks on a full pipe."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(name="elmo-process-stderr", daemon=True)
+        self.stream = stream
+        self.buffer = bytearray()
+        self.total = 0
+        self.lock = threading.Lock()
+        self.start()
+
+    def run(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self.stream.fileno(), 65536)
+            except (OSError, ValueError):
+                return
+            if not chunk:
+                return
+            with self.lock:
+                self.total += len(chunk)
+                self.buffer += chunk
+                if len(self.buffer) > STDERR_KEEP:
+                    del self.buffer[: len(self.buffer) - STDERR_KEEP]
+
+    def tail(self) -> str:
+        with self.lock:
+            text = self.buffer.decode("utf-8", "replace")
+            total = self.total
+        lines = text.rstrip().splitlines()[-STDERR_LINES:]
+        if not lines:
+            return "  (nothing on standard error)"
+        cut = " (last lines)" if total > len(text) or len(text.splitlines()) > STDERR_LINES else ""
+        return f"  standard error{cut}:\n" + "\n".join(f"    | {line[:300]}" for line in lines)
+
+
+class _Broken(Exception):
+    """What went wrong on the pipes; turned into ProcessFailure with the call's context."""
+
+    def __init__(self, what: str, received: bytes | str = b"", timeout: bool = False) -> None:
+        super().__init__(what)
+        self.what = what
+        self.received = received
+        self.timeout = timeout
+
+    def shown(self) -> str:
+        """What came back, for a message: bytes as a Python literal, a decoded answer as described."""
+        if not self.received:
+            return "nothing"
+        return self.received if isinstance(self.received, str) else repr(self.received)
+
+
+class Connection:
+    """One child process: the pipes, a deadline on every read and write, and stopping it."""
+
+    def __init__(self, argv: list[str]) -> None:
+        self.argv = argv
+        launcher = [sys.executable, "-S", "-c", _LAUNCHER, str(os.getpid())] if sys.platform == "linux" else []
+        try:
+            self.process = subprocess.Popen(
+                [*launcher, *argv],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                bufsize=0,
+            )
+        except OSError as exc:
+            raise ProcessStartError(f"cannot run {shlex.join(argv)}: {exc.strerror or exc}") from None
+        assert self.process.stdin and self.process.stdout and self.process.stderr
+        self.stdin = self.process.stdin.fileno()
+        self.stdout = self.process.stdout.fileno()
+        os.set_blocking(self.stdin, False)
+        os.set_blocking(self.stdout, False)
+        self.stderr = _StderrTail(self.process.stderr)
+        self.timeout_text = "the call timeout"
+        _LIVE.add(self)
+
+    # -- status
+
+    def exit_description(self, wait: float = 0.5) -> str:
+        try:
+            code = self.process.wait(wait)
+        except subprocess.TimeoutExpired:
+            return "it is still running"
+        if code < 0:
+            try:
+                return f"it was killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"it was killed by signal {-code}"
+        return f"it exited with status {code}"
+
+    # -- pipes with deadlines
+
+    def send(self, data: bytes, deadline: float) -> None:
+        view = memoryview(data)
+        while view:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _Broken(f"did not read its request within {self.timeout_text} ({len(view)} bytes unsent)", timeout=True)
+            _, writable, _ = select.select([], [self.stdin], [], remaining)
+            if not writable:
+                continue
+            try:
+                written = os.write(self.stdin, view[: 1 << 20])
+            except BlockingIOError:
+                continue
+            except (BrokenPipeError, OSError):
+                raise _Broken(f"closed its standard input before reading the request; {self.exit_description()}") from None
+            view = view[written:]
+
+    def _read(self, n: int, deadline: float, got: bytearray, prefix: bytes = b"") -> None:
+        """Read until `got` holds n bytes; `prefix` (the frame header) is shown with them."""
+        while len(got) < n:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                where = f" (it had sent {len(prefix) + len(got)} bytes of the answer)" if prefix or got else ""
+                raise _Broken(f"did not answer within {self.timeout_text}{where}", prefix + bytes(got[:64]), timeout=True)
+            readable, _, _ = select.select([self.stdout], [], [], remaining)
+            if not readable:
+                continue
+            try:
+                chunk = os.read(self.stdout, min(n - len(got), 1 << 20))
+            except BlockingIOError:
+                continue
+            if not chunk:
+                where = f"after {len(got)} of the {n} bytes of a frame body" if prefix else "before answering"
+                raise _Broken(f"closed its standard output {where}; {self.exit_description()}", prefix + bytes(got[:64]))
+            got += chunk
+
+    def _more(self, limit: int = 160) -> bytes:
+        """What else the process has written right now, for a message about garbage."""
+        try:
+            readable, _, _ = select.select([self.stdout], [], [], 0.05)
+            return os.read(self.stdout, limit) if readable else b""
+        except OSError:
+            return b""
+
+    def receive(self, deadline: float) -> dict[str, Any]:
+        header = bytearray()
+        self._read(wire.HEADER.size, deadline, header)
+        magic, length = wire.HEADER.unpack(bytes(header))
+        if magic != wire.MAGIC:
+            shown = bytes(header) + self._more()
+            raise _Broken(
+                f"wrote bytes that are not a frame (a frame starts with {wire.MAGIC!r}; logs belong on "
+                "standard error, §15.1)",
+                shown,
+            )
+        if length > wire.MAX_FRAME:
+            raise _Broken(f"declared a frame body of {length} bytes, more than the limit of {wire.MAX_FRAME} (§15.7)", bytes(header))
+        body = bytearray()
+        self._read(length, deadline, body, bytes(header))
+        try:
+            message = wire.decode(bytes(body))
+        except wire.WireError as exc:
+            raise _Broken(f"wrote a frame whose body cannot be decoded: {exc}", bytes(header) + bytes(body[:64])) from None
+        if not isinstance(message, dict):
+            raise _Broken(f"wrote a frame holding a {type(message).__name__}, not a map (§15.2)", bytes(body[:64]))
+        return message
+
+    # -- stopping
+
+    def stop(self) -> None:
+        """Close stdin, then SIGTERM, then SIGKILL the process group; never raises."""
+        _LIVE.discard(self)
+        process = self.process
+        for stream in (process.stdin, process.stdout):
+            try:
+                stream.close()  # type: ignore[union-attr]
+            except OSError:
+                pass
+        if process.poll() is None:
+            try:
+                process.wait(_STOP_GRACE / 2)
+            except subprocess.TimeoutExpired:
+                pass
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            if process.poll() is not None:
+                break
+            try:
+                os.killpg(process.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                break
+            try:
+                process.wait(_STOP_GRACE)
+            except subprocess.TimeoutExpired:
+                pass
+        try:
+            os.killpg(process.pid, signal.SIGKILL)  # whatever it started in its group
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.stderr.join(1.0)
+
+
+_LIVE: weakref.WeakSet[Connection] = weakref.WeakSet()
+
+
+def stop_all() -> None:
+    """Stop every process this harness started (at exit, and when a run ends)."""
+    for connection in list(_LIVE):
+        connection.stop()
+
+
+atexit.register(stop_all)
+
+
+# ------------------------------------------------------------------------------ the adapter
+
+
+def _as_json(value: Any) -> Any:
+    """A decoded message as JSON for its schema: arrays become {"$array": {dtype, shape}}."""
+    if isinstance(value, dict):
+        return {key: _as_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_as_json(item) for item in value]
+    if hasattr(value, "dtype") and hasattr(value, "shape"):
+        code = next((c for c, dt in wire.DTYPES.items() if dt == value.dtype), str(value.dtype))
+        return {"$array": {"dtype": code, "shape": list(value.shape)}}
+    return value
+
+
+def message_problem(message: dict[str, Any], definition: str) -> str | None:
+    """Why a message does not match a definition of spec/schemas/wire.schema.json, or None."""
+    schema = _wire_schema()
+    validator = jsonschema.Draft202012Validator({"$ref": f"#/$defs/{definition}", "$defs": schema["$defs"]})
+    error = jsonschema.exceptions.best_match(validator.iter_errors(_as_json(message)))
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path)
+    return f"{error.message}" + (f" (at {where})" if where else "")
+
+
+_SCHEMA: dict[str, Any] = {}
+
+
+def _wire_schema() -> dict[str, Any]:
+    if not _SCHEMA:
+        import json
+
+        _SCHEMA.update(json.loads((SPEC_DIR / "schemas" / "wire.schema.json").read_text(encoding="utf-8")))
+    return _SCHEMA
+
+
+def _major(version: str) -> str:
+    return version.split(".")[0]
+
+
+class ProcessAdapter:
+    """An adapter (§11) whose every call is a request to a child process (§15)."""
+
+    enforces_call_timeout = True  # the harness's in-process alarm is not needed: reads have deadlines
+
+    def __init__(self, arg: str, argv: list[str], call_timeout: float = 120.0) -> None:
+        self.arg = arg
+        self.argv = argv
+        self.call_timeout = call_timeout
+        self.mutant: str | None = None
+        self._connection: Connection | None = None
+        self._next_id = 0
+        hello = self._start()
+        self.name: str = hello["name"]
+        self.capabilities = frozenset(hello["capabilities"])
+        self.device: str = hello.get("device") or "cpu"
+        self.unavailable: str | None = hello.get("unavailable")
+        self.mutant_titles = {m["id"]: m.get("title") or m["id"] for m in hello.get("mutants") or []}
+        self.mutants = {key: _MutantFactory(self, key, title) for key, title in self.mutant_titles.items()}
+
+    def __repr__(self) -> str:
+        return f"ProcessAdapter({self.arg!r})"
+
+    # -- the process
+
+    def _start(self) -> dict[str, Any]:
+        """Start the process and complete the handshake of §15.4; returns its hello."""
+        connection = Connection(self.argv)
+        deadline = time.monotonic() + max(STARTUP_TIMEOUT, self.call_timeout)
+        hello = {"type": "hello", "protocol": protocol().version, "suite": f"elmo-conformance {__version__}"}
+        try:
+            connection.send(wire.frame(hello), deadline)
+            answer = connection.receive(deadline)
+        except _Broken as exc:
+            tail = connection.stderr.tail()
+            connection.stop()
+            shown = f"\n  received: {exc.shown()}" if exc.received else ""
+            raise ProcessStartError(f"--impl {self.arg}: the handshake failed (§15.4): the process {exc.what}{shown}\n{tail}") from None
+        if answer.get("type") == "error":
+            connection.stop()
+            raise ProcessStartError(f"--impl {self.arg}: the process refused the handshake: {answer.get('message')}")
+        version = answer.get("protocol")
+        if isinstance(version, str) and answer.get("type") == "hello" and _major(version) != _major(protocol().version):
+            connection.stop()
+            raise ProcessStartError(
+                f"--impl {self.arg}: the process speaks protocol {version}, this suite speaks {protocol().version}; "
+                f"major versions must match (spec §15.4)"
+            )
+        problem = message_problem(answer, "hello_response")
+        if problem:
+            tail = connection.stderr.tail()
+            connection.stop()
+            raise ProcessStartError(f"--impl {self.arg}: its answer to hello is not a hello (§15.4): {problem}\n{tail}")
+        self._connection = connection
+        return answer
+
+    def stop(self) -> None:
+        if self._connection is not None:
+            self._connection.stop()
+            self._connection = None
+
+    # -- calls
+
+    def call(self, function: Function, bound: Mapping[str, Any], mutant: str | None) -> Any:
+        """One request and its answer (§15.5, §15.6)."""
+        self._next_id += 1
+        request = {"type": "call", "id": self._next_id, "function": function.name, "mutant": mutant, "args": dict(bound)}
+        sent = f"{function.name}({', '.join(f'{k}={wire.describe(v)}' for k, v in bound.items())})"
+        sent += f" for mutant {mutant!r}" if mutant else ""
+        try:
+            data = wire.frame(request)
+        except wire.WireError as exc:
+            raise ProcessFailure(f"the harness cannot send this call: {exc}\n  call: {sent}") from None
+        if self._connection is None:
+            try:
+                self._start()
+            except ProcessStartError as exc:
+                raise ProcessFailure(f"restarting the process failed: {exc}\n  call: {sent}") from None
+        connection = self._connection
+        assert connection is not None
+        deadline = time.monotonic() + self.call_timeout
+        connection.timeout_text = f"the call timeout of {self.call_timeout:g} s (--call-timeout)"
+        try:
+            connection.send(data, deadline)
+            answer = connection.receive(deadline)
+            problem = self._answer_problem(answer)
+            if problem:
+                raise _Broken(problem, wire.describe(answer))
+        except _Broken as exc:
+            self._failed(connection)
+            received = exc.shown()
+            kind = ProcessTimeout if exc.timeout else ProcessFailure
+            raise kind(
+                f"the process {exc.what}\n  sent: {sent}\n  received: {received}\n{connection.stderr.tail()}\n"
+                "  The process was stopped; the next call starts a fresh one (spec §15.7)."
+            ) from None
+        except BaseException:  # an interrupt mid-frame leaves the pipes unusable
+            self._failed(connection)
+            raise
+        if answer["type"] == "error":
+            if answer["kind"] == "ValueError":
+                raise ValueError(answer["message"])
+            if answer["kind"] == "ModifiedInput":
+                raise InputModified(answer["message"])
+            raise RemoteError(answer["kind"], answer["message"])
+        return answer["value"]
+
+    def _answer_problem(self, answer: dict[str, Any]) -> str | None:
+        kind = answer.get("type")
+        if kind not in ("result", "error"):
+            return f"answered with a message of type {kind!r} (expected 'result' or 'error', §15.5)"
+        problem = message_problem(answer, kind)
+        if problem:
+            return f"answered with a malformed {kind} message: {problem}"
+        if answer["id"] != self._next_id and not (kind == "error" and answer["id"] is None):
+            return f"answered request {answer['id']!r} to request {self._next_id} (§15.5)"
+        return None
+
+    def _failed(self, connection: Connection) -> None:
+        connection.stop()
+        if self._connection is connection:
+            self._connection = None
+
+
+class _MutantView:
+    """The process's mutant `mutant` (§13) as an adapter: every call carries its id (§15.5)."""
+
+    enforces_call_timeout = True
+
+    def __init__(self, parent: ProcessAdapter, mutant: str) -> None:
+        self.parent = parent
+        self.mutant = mutant
+        self.name = parent.name
+        self.capabilities = parent.capabilities
+        self.device = parent.device
+        self.unavailable = parent.unavailable
+
+    @property
+    def call_timeout(self) -> float:
+        return self.parent.call_timeout
+
+    @call_timeout.setter
+    def call_timeout(self, value: float) -> None:
+        self.parent.call_timeout = value
+
+
+class _MutantFactory:
+    """A zero-argument factory of a mutant view, as §11 declares mutants; its docstring is the
+    title the process gave."""
+
+    def __init__(self, parent: ProcessAdapter, mutant: str, title: str) -> None:
+        self.parent = parent
+        self.mutant = mutant
+        self.title = title
+        self.__doc__ = title
+
+    def __call__(self) -> _MutantView:
+        return _MutantView(self.parent, self.mutant)
+
+
+def _protocol_method(function: Function) -> Any:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        bound = function.bind_arguments(args, kwargs)
+        parent = self.parent if isinstance(self, _MutantView) else self
+        return parent.call(function, bound, self.mutant)
+
+    method.__name__ = method.__qualname__ = function.name
+    method.__doc__ = f"{function.signature()}, answered by the process (§{function.section}, §15.5)."
+    return method
+
+
+for _function in protocol().functions.values():
+    setattr(ProcessAdapter, _function.name, _protocol_method(_function))
+    setattr(_MutantView, _function.name, _protocol_method(_function))

@@ -1,0 +1,162 @@
+"""The protocol server: a Python adapter behind the wire protocol of spec §15.
+
+    python -m elmo_conformance.conformance.serve numpy        # any --impl argument of §11
+
+It answers `hello` with the adapter's name, capabilities, device and declared mutants, then each
+`call` by calling the adapter (or the mutant the call names) exactly as the harness calls an
+in-process adapter, and answers with the result or the error. It also checks what only the
+adapter's own process can see: that the call did not modify its inputs (§1.4); a call that did is
+answered with an error of kind `ModifiedInput` naming the input, which the harness reports as it
+reports an in-process adapter that modifies its inputs.
+
+Standard output carries frames only: whatever the adapter prints goes to standard error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from typing import Any, BinaryIO
+
+from elmo_conformance import __version__
+
+from . import wire
+from .loading import AdapterLoadError, LoadedAdapter, load_adapter, load_mutant
+from .mutants.declared import declared_mutants, describe
+from .protocol import protocol
+from .purity import first_change, snapshot
+
+
+def _short_traceback(exc: BaseException) -> str:
+    frames = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-3)
+    return "".join(frames).rstrip()
+
+
+class Server:
+    def __init__(self, arg: str, out: BinaryIO) -> None:
+        self.arg = arg
+        self.out = out
+        self.loaded: LoadedAdapter | None = None
+        self.load_error: str | None = None
+        self.variants: dict[str | None, Any] = {}
+        try:
+            if arg.startswith("cmd:"):
+                raise AdapterLoadError(f"--impl {arg}: the server runs Python adapters; run a command directly")
+            self.loaded = load_adapter(arg)
+            self.variants[None] = self.loaded.adapter
+        except AdapterLoadError as exc:
+            self.load_error = str(exc)
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.out.write(wire.frame(message))
+        self.out.flush()
+
+    def error(self, request_id: Any, kind: str, message: str) -> None:
+        self.send({"type": "error", "id": request_id if isinstance(request_id, int) else None, "kind": kind, "message": message})
+
+    def hello(self, request: dict[str, Any]) -> None:
+        if self.loaded is None:
+            self.error(None, "AdapterLoadError", self.load_error or "no adapter")
+            return
+        mutants = []
+        for key, factory in declared_mutants(self.loaded.adapter).items():
+            mutants.append({"id": key, "title": describe(key, factory).title})
+        self.send(
+            {
+                "type": "hello",
+                "protocol": protocol().version,
+                "name": self.loaded.name,
+                "capabilities": sorted(self.loaded.capabilities),
+                "device": self.loaded.device,
+                "unavailable": self.loaded.unavailable,
+                "mutants": mutants,
+                "server": f"elmo-conformance {__version__} protocol server",
+            }
+        )
+
+    def variant(self, mutant: Any) -> Any:
+        if mutant not in self.variants:
+            assert self.loaded is not None
+            if not isinstance(mutant, str):
+                raise AdapterLoadError(f"mutant: expected null or a mutant id, got {mutant!r}")
+            self.variants[mutant] = load_mutant(self.loaded, mutant).adapter
+        return self.variants[mutant]
+
+    def call(self, request: dict[str, Any]) -> None:
+        request_id = request.get("id")
+        function = protocol().functions.get(request.get("function"))  # type: ignore[arg-type]
+        if function is None:
+            self.error(request_id, "UnknownFunction", f"function: {request.get('function')!r} is not a protocol function (§11)")
+            return
+        try:
+            target = self.variant(request.get("mutant"))
+        except AdapterLoadError as exc:
+            self.error(request_id, "UnknownMutant", str(exc))
+            return
+        method = getattr(target, function.name, None)
+        if not callable(method):
+            self.error(request_id, "NotImplemented", f"{self.loaded.name if self.loaded else '?'} has no {function.name}")
+            return
+        given = request.get("args")
+        if not isinstance(given, dict):
+            self.error(request_id, "ProtocolError", "args: expected a map of the function's arguments (§15.5)")
+            return
+        args, kwargs = function.split_call(given)
+        before = snapshot([list(args), kwargs])
+        try:
+            result = method(*args, **kwargs)
+        except ValueError as exc:
+            self.error(request_id, "ValueError", str(exc))
+            return
+        except Exception as exc:
+            self.error(request_id, type(exc).__name__, f"{exc}\n{_short_traceback(exc)}")
+            return
+        changed = first_change(before, [list(args), kwargs], "args")
+        if changed:
+            self.error(request_id, "ModifiedInput", changed)
+            return
+        try:
+            reply = wire.frame({"type": "result", "id": request_id, "value": result})
+        except wire.WireError as exc:
+            self.error(request_id, "UnencodableResult", f"the result cannot be sent: {exc}")
+            return
+        self.out.write(reply)
+        self.out.flush()
+
+    def serve(self, stream: BinaryIO) -> int:
+        while True:
+            try:
+                request = wire.read_frame(stream)
+            except wire.WireError as exc:
+                self.error(None, "ProtocolError", f"cannot read the request: {exc}")
+                return 1
+            if request is None:
+                return 0
+            kind = request.get("type")
+            if kind == "hello":
+                self.hello(request)
+            elif kind == "call" and self.loaded is not None:
+                self.call(request)
+            else:
+                self.error(request.get("id"), "ProtocolError", f"type: unexpected message type {kind!r}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m elmo_conformance.conformance.serve",
+        description="Serve a Python adapter over the wire protocol of spec §15 on stdin/stdout.",
+    )
+    parser.add_argument("impl", help="the adapter: a built-in name, a .py file with `adapter`, or package.module:attr")
+    args = parser.parse_args(argv)
+    # Frames go to the original standard output; anything the adapter prints goes to stderr.
+    out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
+    server = Server(args.impl, out)
+    return server.serve(sys.stdin.buffer)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

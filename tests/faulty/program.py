@@ -1,0 +1,130 @@
+"""A deliberately faulty implementation process for the harness's self-tests (spec §15.7).
+
+    python tests/faulty/program.py MODE [N]
+
+It is the protocol server for the numpy adapter (so every answer is right) until its N-th call
+(default 1), where it misbehaves as MODE says:
+
+    exit-at-once       exits before the handshake, with a line on stderr
+    other-version      answers the handshake as protocol 2.0
+    exit               exits with status 3 during the call
+    segfault           dies of a real segmentation fault during the call
+    hang               never answers
+    garbage            writes text to stdout instead of a frame
+    truncated          writes half a frame, then exits
+    oversized          declares a frame body of 3 GiB
+    undecodable        writes a frame whose body is not a value
+    wrong-id           answers with another request id
+    wrong-shape        answers bilm_layers with R^0 one column too wide (and keeps running)
+    flood-stderr       writes 20 MB to stderr on every call, then answers correctly
+    spawn-child        starts a grandchild that sleeps for an hour, then hangs
+
+The server it wraps is conformance/serve.py; only `call` is overridden.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout, when run as a script
+
+from elmo_conformance.conformance import wire  # noqa: E402
+from elmo_conformance.conformance.serve import Server  # noqa: E402
+
+
+class Faulty(Server):
+    def __init__(self, arg: str, out, mode: str, at: int) -> None:
+        super().__init__(arg, out)
+        self.mode = mode
+        self.at = at
+        self.calls = 0
+
+    def hello(self, request: dict) -> None:
+        if self.mode != "other-version":
+            super().hello(request)
+            return
+        self.send({"type": "hello", "protocol": "2.0", "name": "faulty", "capabilities": ["float64"]})
+
+    def call(self, request: dict) -> None:
+        self.calls += 1
+        if self.mode == "flood-stderr":
+            block = b"x" * 65535 + b"\n"
+            for _ in range(320):
+                os.write(2, block)
+        if self.calls < self.at or self.mode in ("flood-stderr", "other-version"):
+            super().call(request)
+            return
+        if self.mode == "wrong-shape":
+            if request.get("function") != "bilm_layers":
+                super().call(request)
+                return
+            from elmo_conformance import reference
+            from elmo_conformance.conformance.protocol import protocol
+
+            bound = request["args"]
+            args, _ = protocol().functions["bilm_layers"].split_call(bound)
+            layers = reference.bilm_layers(*args)
+            layers[0] = layers[0][..., :-1]
+            self.send({"type": "result", "id": request["id"], "value": layers})
+            return
+        self.misbehave(request)
+
+    def misbehave(self, request: dict) -> None:
+        mode = self.mode
+        sys.stderr.write(f"faulty: call {self.calls} ({request.get('function')}): {mode}\n")
+        sys.stderr.flush()
+        if mode == "exit":
+            os._exit(3)
+        if mode == "segfault":
+            ctypes.string_at(0)  # reads address 0: SIGSEGV
+        if mode == "hang":
+            while True:
+                time.sleep(1)
+        if mode == "spawn-child":
+            subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+            while True:
+                time.sleep(1)
+        if mode == "garbage":
+            self.out.write(b"hello from the implementation: computing bilm_layers...\n")
+            self.out.flush()
+            time.sleep(3600)
+        if mode == "truncated":
+            data = wire.frame({"type": "result", "id": request["id"], "value": 1.0})
+            self.out.write(data[: len(data) // 2])
+            self.out.flush()
+            os._exit(0)
+        if mode == "oversized":
+            self.out.write(wire.MAGIC + struct.pack("<I", 3 << 30))
+            self.out.flush()
+            time.sleep(3600)
+        if mode == "undecodable":
+            body = b"zzzz"
+            self.out.write(wire.MAGIC + struct.pack("<I", len(body)) + body)
+            self.out.flush()
+            return
+        if mode == "wrong-id":
+            self.send({"type": "result", "id": request["id"] + 1000, "value": 0.5})
+            return
+        raise SystemExit(f"faulty: unknown mode {mode!r}")
+
+
+def main() -> int:
+    mode = sys.argv[1]
+    at = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+    if mode == "exit-at-once":
+        sys.stderr.write("faulty: cannot open model.bin: No such file or directory\n")
+        return 2
+    out = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return Faulty("numpy", out, mode, at).serve(sys.stdin.buffer)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
