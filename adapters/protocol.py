@@ -1,5 +1,9 @@
 """The adapter protocol of spec/elmo.md §11, as a typing.Protocol for type checkers and docs.
 
+The protocol's one source is spec/protocol.json (read by elmo_conformance.conformance.protocol):
+the constants below come from it, and tests/test_protocol.py fails when this class's methods,
+their arguments or their defaults drift from it.
+
 The harness never requires subclassing: any object with these attributes is an adapter. Three
 more are optional, so they are not members here: `device` (default "cpu"), `unavailable` (default
 None: a reason makes every test skip) and `mutants` (id -> factory of a broken adapter).
@@ -12,21 +16,13 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from elmo_conformance.conformance.protocol import protocol
+
 Params = Mapping[str, np.ndarray]
 
-METHODS = (
-    "scalar_mix",
-    "scalar_mix_vjp",
-    "bilm_layers",
-    "bilm_logits",
-    "bilm_loss",
-    "bilm_loss_grad",
-    "bilm_layers_vjp",
-    "fit_linear_probe",
-    "probe_accuracy",
-)
-GRAD_METHODS = ("scalar_mix_vjp", "bilm_loss_grad", "bilm_layers_vjp")
-KNOWN_CAPABILITIES = frozenset({"float64", "float32", "grad"})
+METHODS = protocol().methods
+GRAD_METHODS = protocol().grad_methods
+KNOWN_CAPABILITIES = protocol().capability_names
 
 
 @runtime_checkable

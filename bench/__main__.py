@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+
 from elmo_conformance.conformance.loading import AdapterLoadError, available_builtins, load_adapter
 
 from . import bilm, mutants, probe, scaling, suite

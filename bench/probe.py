@@ -13,6 +13,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+
 from elmo_conformance.conformance.loading import LoadedAdapter
 from elmo_conformance.reference.probe import standardize
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
+
 from elmo_conformance.conformance.loading import LoadedAdapter
 
 from .bilm import BiLMSize, compare

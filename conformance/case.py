@@ -120,7 +120,10 @@ class Case:
         given = f" given {why}" if why else ""
         if isinstance(exc, CallTimeout | ProcessTimeout):
             detail = f"\n{exc}" if str(exc) else ""
-            return sections, f"{self.name}.{method}{given} did not return within {self.call_timeout:g} s (--call-timeout){detail}"
+            return (
+                sections,
+                f"{self.name}.{method}{given} did not return within {self.call_timeout:g} s (--call-timeout){detail}",
+            )
         if isinstance(exc, ProcessFailure):
             return sections, f"{self.name}.{method}{given}: {exc}"
         if isinstance(exc, InputModified):

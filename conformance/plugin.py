@@ -12,8 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from elmo_conformance.fixtures.manifest import verify_manifest
 from hypothesis import HealthCheck, settings
+
+from elmo_conformance.fixtures.manifest import verify_manifest
 
 from .case import Case
 from .loading import AdapterLoadError, available_builtins, load_adapter, load_mutant

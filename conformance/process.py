@@ -197,7 +197,9 @@ class Connection:
         while view:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise _Broken(f"did not read its request within {self.timeout_text} ({len(view)} bytes unsent)", timeout=True)
+                raise _Broken(
+                    f"did not read its request within {self.timeout_text} ({len(view)} bytes unsent)", timeout=True
+                )
             _, writable, _ = select.select([], [self.stdin], [], remaining)
             if not writable:
                 continue
@@ -206,7 +208,9 @@ class Connection:
             except BlockingIOError:
                 continue
             except (BrokenPipeError, OSError):
-                raise _Broken(f"closed its standard input before reading the request; {self.exit_description()}") from None
+                raise _Broken(
+                    f"closed its standard input before reading the request; {self.exit_description()}"
+                ) from None
             view = view[written:]
 
     def _read(self, n: int, deadline: float, got: bytearray, prefix: bytes = b"") -> None:
@@ -215,7 +219,9 @@ class Connection:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 where = f" (it had sent {len(prefix) + len(got)} bytes of the answer)" if prefix or got else ""
-                raise _Broken(f"did not answer within {self.timeout_text}{where}", prefix + bytes(got[:64]), timeout=True)
+                raise _Broken(
+                    f"did not answer within {self.timeout_text}{where}", prefix + bytes(got[:64]), timeout=True
+                )
             readable, _, _ = select.select([self.stdout], [], [], remaining)
             if not readable:
                 continue
@@ -225,7 +231,9 @@ class Connection:
                 continue
             if not chunk:
                 where = f"after {len(got)} of the {n} bytes of a frame body" if prefix else "before answering"
-                raise _Broken(f"closed its standard output {where}; {self.exit_description()}", prefix + bytes(got[:64]))
+                raise _Broken(
+                    f"closed its standard output {where}; {self.exit_description()}", prefix + bytes(got[:64])
+                )
             got += chunk
 
     def _more(self, limit: int = 160) -> bytes:
@@ -248,13 +256,18 @@ class Connection:
                 shown,
             )
         if length > wire.MAX_FRAME:
-            raise _Broken(f"declared a frame body of {length} bytes, more than the limit of {wire.MAX_FRAME} (§15.7)", bytes(header))
+            raise _Broken(
+                f"declared a frame body of {length} bytes, more than the limit of {wire.MAX_FRAME} (§15.7)",
+                bytes(header),
+            )
         body = bytearray()
         self._read(length, deadline, body, bytes(header))
         try:
             message = wire.decode(bytes(body))
         except wire.WireError as exc:
-            raise _Broken(f"wrote a frame whose body cannot be decoded: {exc}", bytes(header) + bytes(body[:64])) from None
+            raise _Broken(
+                f"wrote a frame whose body cannot be decoded: {exc}", bytes(header) + bytes(body[:64])
+            ) from None
         if not isinstance(message, dict):
             raise _Broken(f"wrote a frame holding a {type(message).__name__}, not a map (§15.2)", bytes(body[:64]))
         return message
@@ -383,7 +396,9 @@ class ProcessAdapter:
             tail = connection.stderr.tail()
             connection.stop()
             shown = f"\n  received: {exc.shown()}" if exc.received else ""
-            raise ProcessStartError(f"--impl {self.arg}: the handshake failed (§15.4): the process {exc.what}{shown}\n{tail}") from None
+            raise ProcessStartError(
+                f"--impl {self.arg}: the handshake failed (§15.4): the process {exc.what}{shown}\n{tail}"
+            ) from None
         if answer.get("type") == "error":
             connection.stop()
             raise ProcessStartError(f"--impl {self.arg}: the process refused the handshake: {answer.get('message')}")
@@ -412,7 +427,13 @@ class ProcessAdapter:
     def call(self, function: Function, bound: Mapping[str, Any], mutant: str | None) -> Any:
         """One request and its answer (§15.5, §15.6)."""
         self._next_id += 1
-        request = {"type": "call", "id": self._next_id, "function": function.name, "mutant": mutant, "args": dict(bound)}
+        request = {
+            "type": "call",
+            "id": self._next_id,
+            "function": function.name,
+            "mutant": mutant,
+            "args": dict(bound),
+        }
         sent = f"{function.name}({', '.join(f'{k}={wire.describe(v)}' for k, v in bound.items())})"
         sent += f" for mutant {mutant!r}" if mutant else ""
         try:

@@ -304,7 +304,8 @@ class ResultChecker:
                 names = ", ".join(item["name"] for item in items)
                 self.fail(self.sections, f"{what}: expected a tuple ({names}), got {got}")
             return tuple(
-                self._value(item, part, f"{path}[{i}]", item["name"]) for i, (item, part) in enumerate(zip(items, value))
+                self._value(item, part, f"{path}[{i}]", item["name"])
+                for i, (item, part) in enumerate(zip(items, value))
             )
         if kind == "list":
             n = evaluate(spec["length"], self.symbols)
@@ -358,9 +359,13 @@ class ResultChecker:
         __tracebackhide__ = True
         shapes = params_shapes(self.params or {})
         if not isinstance(value, Mapping):
-            self.fail(self.sections, f"{what}: expected a dict of canonical names to arrays, got {type(value).__name__}")
+            self.fail(
+                self.sections, f"{what}: expected a dict of canonical names to arrays, got {type(value).__name__}"
+            )
         missing = sorted(set(shapes) - set(value))
         extra = sorted(str(key) for key in set(value) - set(shapes))
         if missing or extra:
-            self.fail(self.sections, f"{what}: names differ from the parameters (missing {missing}, unexpected {extra})")
+            self.fail(
+                self.sections, f"{what}: names differ from the parameters (missing {missing}, unexpected {extra})"
+            )
         return {name: self.array(value[name], f"{what}[{name!r}]", shape) for name, shape in shapes.items()}

@@ -39,5 +39,7 @@ def first_change(before: Any, after: Any, path: str) -> str | None:
     if isinstance(before, list):
         if not isinstance(after, list | tuple) or len(after) != len(before):
             return path
-        return next((c for i, (b, a) in enumerate(zip(before, after)) if (c := first_change(b, a, f"{path}[{i}]"))), None)
+        return next(
+            (c for i, (b, a) in enumerate(zip(before, after)) if (c := first_change(b, a, f"{path}[{i}]"))), None
+        )
     return None  # scalars and other objects cannot be modified in place

@@ -54,7 +54,14 @@ class Server:
         self.out.flush()
 
     def error(self, request_id: Any, kind: str, message: str) -> None:
-        self.send({"type": "error", "id": request_id if isinstance(request_id, int) else None, "kind": kind, "message": message})
+        self.send(
+            {
+                "type": "error",
+                "id": request_id if isinstance(request_id, int) else None,
+                "kind": kind,
+                "message": message,
+            }
+        )
 
     def hello(self, request: dict[str, Any]) -> None:
         if self.loaded is None:
@@ -88,7 +95,9 @@ class Server:
         request_id = request.get("id")
         function = protocol().functions.get(request.get("function"))  # type: ignore[arg-type]
         if function is None:
-            self.error(request_id, "UnknownFunction", f"function: {request.get('function')!r} is not a protocol function (§11)")
+            self.error(
+                request_id, "UnknownFunction", f"function: {request.get('function')!r} is not a protocol function (§11)"
+            )
             return
         try:
             target = self.variant(request.get("mutant"))
@@ -97,7 +106,9 @@ class Server:
             return
         method = getattr(target, function.name, None)
         if not callable(method):
-            self.error(request_id, "NotImplemented", f"{self.loaded.name if self.loaded else '?'} has no {function.name}")
+            self.error(
+                request_id, "NotImplemented", f"{self.loaded.name if self.loaded else '?'} has no {function.name}"
+            )
             return
         given = request.get("args")
         if not isinstance(given, dict):

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from elmo_conformance.conformance.case import Case
-from elmo_conformance.conformance.checks import assert_bitwise, assert_close, fail
-from elmo_conformance.conformance.data import random_bilm, real_mask, widen
-from elmo_conformance.conformance.strategies import bilm_config
 from hypothesis import given
 from hypothesis import strategies as st
 
 from elmo_conformance import reference
+from elmo_conformance.conformance.case import Case
+from elmo_conformance.conformance.checks import assert_bitwise, assert_close, fail
+from elmo_conformance.conformance.data import random_bilm, real_mask, widen
+from elmo_conformance.conformance.strategies import bilm_config
 
 # Three layers, so that a defect confined to layers k >= 2 (§3.2) shows.
 VOCAB, D, N_LAYERS = 9, 4, 3
@@ -118,7 +118,9 @@ def test_batch_order_does_not_matter(case: Case) -> None:
     params, ids, lengths = random_bilm(2, VOCAB, D, N_LAYERS, [6, 2, 4, 6, 1, 3])
     params = case.cast(params)
     order = np.array([3, 5, 0, 4, 1, 2])
-    for k, (a, b) in enumerate(zip(case.bilm_layers(params, ids[order], lengths[order]), case.bilm_layers(params, ids, lengths))):
+    for k, (a, b) in enumerate(
+        zip(case.bilm_layers(params, ids[order], lengths[order]), case.bilm_layers(params, ids, lengths))
+    ):
         assert_close(a, b[order], case.tol("layers"), f"R^{k} of a permuted batch", ("3.3", "3.4"))
 
 

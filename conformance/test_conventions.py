@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from elmo_conformance.conformance.case import Case
 from elmo_conformance.conformance.checks import assert_bitwise, fail
 from elmo_conformance.conformance.data import random_bilm
@@ -19,7 +20,9 @@ def test_calls_are_deterministic(case: Case) -> None:
     first, second = case.bilm_layers(params, ids, lengths), case.bilm_layers(params, ids, lengths)
     for k, (a, b) in enumerate(zip(first, second)):
         assert_bitwise(b, a, f"R^{k} of a second identical call", ("1.4",))
-    for name, a, b in zip(("fwd", "bwd"), case.bilm_logits(params, ids, lengths), case.bilm_logits(params, ids, lengths)):
+    for name, a, b in zip(
+        ("fwd", "bwd"), case.bilm_logits(params, ids, lengths), case.bilm_logits(params, ids, lengths)
+    ):
         assert_bitwise(b, a, f"{name} logits of a second identical call", ("1.4",))
     if case.bilm_loss(params, ids, lengths) != case.bilm_loss(params, ids, lengths):
         fail(("1.4",), "bilm_loss differs between two identical calls")
@@ -32,5 +35,8 @@ def test_calls_are_deterministic(case: Case) -> None:
     s, gamma = case.cast(np.array([0.3, -0.2, 1.0])), case.cast(np.array([0.7]))
     layers = case.bilm_layers(params, ids, lengths)
     assert_bitwise(
-        case.scalar_mix(s, gamma, layers), case.scalar_mix(s, gamma, layers), "scalar_mix of a second identical call", ("1.4",)
+        case.scalar_mix(s, gamma, layers),
+        case.scalar_mix(s, gamma, layers),
+        "scalar_mix of a second identical call",
+        ("1.4",),
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from elmo_conformance.conformance.case import Case
 from elmo_conformance.conformance.checks import assert_close
 from elmo_conformance.conformance.data import golden

@@ -6,14 +6,14 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from elmo_conformance.conformance.case import Case
-from elmo_conformance.conformance.checks import assert_close, fail
-from elmo_conformance.conformance.data import random_bilm, real_mask, widen
-from elmo_conformance.conformance.strategies import bilm_config
 from hypothesis import given
 from hypothesis import strategies as st
 
 from elmo_conformance import reference
+from elmo_conformance.conformance.case import Case
+from elmo_conformance.conformance.checks import assert_close, fail
+from elmo_conformance.conformance.data import random_bilm, real_mask, widen
+from elmo_conformance.conformance.strategies import bilm_config
 
 pytestmark = pytest.mark.requires("grad")
 

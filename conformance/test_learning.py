@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from elmo_conformance.conformance.case import Case
 from elmo_conformance.conformance.checks import fail
 from elmo_conformance.conformance.data import learning

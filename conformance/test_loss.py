@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from elmo_conformance.conformance.case import Case
-from elmo_conformance.conformance.checks import assert_close, fail
-from elmo_conformance.conformance.data import random_bilm, widen
-from elmo_conformance.conformance.strategies import bilm_config
 from hypothesis import given
 from hypothesis import strategies as st
 
 from elmo_conformance import reference
+from elmo_conformance.conformance.case import Case
+from elmo_conformance.conformance.checks import assert_close, fail
+from elmo_conformance.conformance.data import random_bilm, widen
+from elmo_conformance.conformance.strategies import bilm_config
 
 
 def cross_entropy(logits: np.ndarray, target: int) -> float:
@@ -76,5 +76,9 @@ def test_loss_matches_reference(case: Case, data: st.DataObject) -> None:
     params = case.cast(params)
     want = reference.bilm_loss(widen(params), ids, lengths)
     assert_close(
-        np.array(case.bilm_loss(params, ids, lengths)), np.array(want), case.tol("loss"), f"bilm_loss for {config}", ("4.2",)
+        np.array(case.bilm_loss(params, ids, lengths)),
+        np.array(want),
+        case.tol("loss"),
+        f"bilm_loss for {config}",
+        ("4.2",),
     )

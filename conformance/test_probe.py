@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from elmo_conformance.conformance.case import Case
-from elmo_conformance.conformance.checks import assert_bitwise, assert_close, fail
-from elmo_conformance.conformance.data import probe_separable, widen
-from elmo_conformance.conformance.strategies import probe_data
 from hypothesis import given
 from hypothesis import strategies as st
 
 from elmo_conformance import reference
+from elmo_conformance.conformance.case import Case
+from elmo_conformance.conformance.checks import assert_bitwise, assert_close, fail
+from elmo_conformance.conformance.data import probe_separable, widen
+from elmo_conformance.conformance.strategies import probe_data
 
 
 def separable(case: Case) -> tuple[np.ndarray, np.ndarray, int, dict]:

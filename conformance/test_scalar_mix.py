@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from elmo_conformance.conformance.case import Case
-from elmo_conformance.conformance.checks import assert_close, fail
-from elmo_conformance.conformance.data import scalar_mix_examples, widen
-from elmo_conformance.conformance.strategies import mix_inputs
 from hypothesis import given
 from hypothesis import strategies as st
 
 from elmo_conformance import reference
+from elmo_conformance.conformance.case import Case
+from elmo_conformance.conformance.checks import assert_close, fail
+from elmo_conformance.conformance.data import scalar_mix_examples, widen
+from elmo_conformance.conformance.strategies import mix_inputs
 
 
 def measured_weights(case: Case, s: np.ndarray) -> np.ndarray:

@@ -7,14 +7,16 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
-from elmo_conformance.adapters.protocol import GRAD_METHODS
+
 from elmo_conformance.conformance.case import Case
 from elmo_conformance.conformance.data import random_bilm
+from elmo_conformance.conformance.protocol import protocol
 from elmo_conformance.conformance.spec import validation_rows
 
-BILM = ("bilm_layers", "bilm_logits", "bilm_loss", "bilm_loss_grad", "bilm_layers_vjp")
-MIX = ("scalar_mix", "scalar_mix_vjp")
-PROBE = ("fit_linear_probe", "probe_accuracy")
+# The function groups §8 names, from spec/protocol.json.
+BILM = protocol().group("biLM functions")
+MIX = protocol().group("ScalarMix functions")
+PROBE = protocol().group("probe functions")
 
 
 @dataclass(frozen=True)
@@ -60,16 +62,11 @@ def valid_inputs() -> Inputs:
 
 
 def arguments(function: str, x: Inputs) -> tuple[tuple, dict]:
-    """The call of `function` on inputs x."""
-    if function in BILM:
-        extra = (x.g_layers,) if function == "bilm_layers_vjp" else ()
-        return (x.params, x.ids, x.lengths, *extra), {}
-    if function in MIX:
-        extra = (x.g_out,) if function == "scalar_mix_vjp" else ()
-        return (x.s, x.gamma, x.layers, *extra), {}
-    if function == "fit_linear_probe":
-        return (x.features, x.labels, x.n_classes), dict(x.settings)
-    return (x.W, x.b, x.features, x.labels), {}
+    """The call of `function` on inputs x: each argument of spec/protocol.json by its name (the
+    probe's settings from `x.settings`), passed as the harness passes them (§11)."""
+    spec = protocol().functions[function]
+    bound = {name: x.settings[name] if name in x.settings else getattr(x, name) for name in spec.argument_names}
+    return spec.split_call(bound)
 
 
 def with_param(x: Inputs, name: str, value: object) -> Inputs:
@@ -308,7 +305,7 @@ CALLS = [(bad, function) for bad in BAD for function in bad.functions]
 @pytest.mark.spec("1.3", "8")
 @pytest.mark.parametrize("bad,function", CALLS, ids=[f"{b.row}-{f}-{b.why.replace(' ', '_')}" for b, f in CALLS])
 def test_rejects_bad_input(case: Case, bad: Bad, function: str) -> None:
-    if function in GRAD_METHODS and "grad" not in case.impl.capabilities:
+    if protocol().functions[function].grad and "grad" not in case.impl.capabilities:
         pytest.skip(f"{case.name} does not declare the capability 'grad' (§11)")
     valid = valid_inputs()
     cast = replace(
@@ -324,8 +321,10 @@ def test_rejects_bad_input(case: Case, bad: Bad, function: str) -> None:
 
 @pytest.mark.spec("8")
 def test_every_validation_row_is_checked() -> None:
-    """Each row of validation.json has a bad case for each function it names."""
+    """Each row of validation.json has a bad case for each function it names, and names only
+    protocol functions (spec/protocol.json)."""
     covered = {(bad.row, function) for bad, function in CALLS}
     for row in validation_rows():
         for function in row["functions"]:
+            assert function in protocol().functions, f"§8 row {row['id']} names {function!r}, not a protocol function"
             assert (row["id"], function) in covered, f"§8 row {row['id']} has no bad case for {function}"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from elmo_conformance.conformance import tolerances
 from elmo_conformance.conformance.loading import AdapterLoadError, as_adapter, available_builtins, load_adapter
 

@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("jax", reason="jax is optional: pip install jax (nox -s conformance -- --impl jax does)")
 
 import jax  # noqa: E402
+
 from elmo_conformance.adapters.jax import MUTANTS, JaxAdapter, adapter  # noqa: E402
 from elmo_conformance.conformance.data import random_bilm  # noqa: E402
 from elmo_conformance.conformance.spec import mutant_catalog  # noqa: E402

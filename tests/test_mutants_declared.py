@@ -8,15 +8,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import elmo_conformance.reference.bilm  # noqa: F401  (reference.bilm below)
 import numpy as np
 import pytest
+
+import elmo_conformance.reference.bilm  # noqa: F401  (reference.bilm below)
+from elmo_conformance import reference
 from elmo_conformance.conformance.loading import AdapterLoadError, LoadedAdapter, load_adapter, load_mutant
 from elmo_conformance.conformance.mutants.declared import declared_mutants, describe
 from elmo_conformance.conformance.mutants.equivalence import changed_output, first_difference
 from elmo_conformance.conformance.spec import mutant_catalog
-
-from elmo_conformance import reference
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOG = {entry["id"]: entry for entry in mutant_catalog()}

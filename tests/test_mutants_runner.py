@@ -15,6 +15,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+
 from elmo_conformance.conformance.mutants.html import SCHEMA, SCHEMA_VERSION, NpmUnavailable, npm_package
 
 ROOT = Path(__file__).resolve().parent.parent

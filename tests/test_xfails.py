@@ -9,6 +9,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+
 from elmo_conformance.conformance.xfails import Entry, parse
 
 ROOT = Path(__file__).resolve().parent.parent

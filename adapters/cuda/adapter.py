@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+
 from elmo_conformance.adapters.protocol import METHODS
 from elmo_conformance.adapters.torch.adapter import TorchAdapter
 

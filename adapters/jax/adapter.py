@@ -17,6 +17,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+
 from elmo_conformance.reference import validate
 
 from .elmo import BiLM, LinearProbe, ScalarMix

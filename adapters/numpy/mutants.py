@@ -18,14 +18,14 @@ from dataclasses import replace
 from types import MappingProxyType, ModuleType
 from typing import Any, ClassVar
 
+import numpy as np
+
 import elmo_conformance.reference.bilm
 import elmo_conformance.reference.loss
 import elmo_conformance.reference.probe  # noqa: F401  (reference.bilm, .loss, .probe below)
-import numpy as np
+from elmo_conformance import reference
 from elmo_conformance.adapters.protocol import METHODS
 from elmo_conformance.reference import validate
-
-from elmo_conformance import reference
 
 from .adapter import NumpyAdapter
 

@@ -3,8 +3,10 @@
 Both adapters are called on the same fixed inputs, chosen so that every catalog defect shows:
 three layers (§3.2 acts from layer 2), rows shorter than T (§3.3, §3.4), rows of length >= 2 (§4.1),
 γ ≠ 1 and s far from softmax(s) (§5), and probe features far from the origin with a constant
-column (§7.4). Outputs are compared bitwise, types and dtypes included; an exception counts as
-an output. A mutant that changes none is equivalent on these inputs and is not run.
+column (§7.4), in every dtype the adapter declares. The calls are every protocol function the
+adapter's capabilities require (spec/protocol.json). Outputs are compared bitwise, types and
+dtypes included; an exception counts as an output. A mutant that changes none is equivalent on
+these inputs and is not run.
 """
 
 from __future__ import annotations
@@ -14,37 +16,50 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
 from elmo_conformance.conformance.data import probe_separable, random_bilm
+from elmo_conformance.conformance.protocol import protocol
 
 Call = tuple[str, tuple, dict]
 
 
-def _calls(dtype: np.dtype, grad: bool) -> Iterator[Call]:
+def _inputs(dtype: np.dtype) -> dict[str, Any]:
+    """One value for every argument name of spec/protocol.json, in `dtype`."""
+
     def cast(x: np.ndarray) -> np.ndarray:
         return x.astype(dtype)
 
     rng = np.random.default_rng(13)
     params, ids, lengths = random_bilm(13, 9, 4, 3, [6, 4, 2, 7])
-    params = {name: cast(value) for name, value in params.items()}
-    s, gamma = cast(np.array([0.2, 0.8, 1.8])), cast(np.array([1.5]))
-    layers = [cast(rng.standard_normal((2, 3, 4))) for _ in range(3)]
-    g_out = cast(rng.standard_normal((2, 3, 4)))
-    g_layers = [cast(rng.standard_normal((*ids.shape, 8))) for _ in range(4)]
     probe = probe_separable()
-    X, y, n_classes = cast(probe["features"]), probe["labels"], int(probe["n_classes"])
-    settings = {"l2": float(probe["l2"]), "steps": int(probe["steps"]), "lr": float(probe["lr"])}
+    features, n_classes = cast(probe["features"]), int(probe["n_classes"])
+    return {
+        "params": {name: cast(value) for name, value in params.items()},
+        "ids": ids,
+        "lengths": lengths,
+        "g_layers": [cast(rng.standard_normal((*ids.shape, 8))) for _ in range(4)],
+        "s": cast(np.array([0.2, 0.8, 1.8])),
+        "gamma": cast(np.array([1.5])),
+        "layers": [cast(rng.standard_normal((2, 3, 4))) for _ in range(3)],
+        "g_out": cast(rng.standard_normal((2, 3, 4))),
+        "features": features,
+        "labels": probe["labels"],
+        "n_classes": n_classes,
+        "l2": float(probe["l2"]),
+        "steps": int(probe["steps"]),
+        "lr": float(probe["lr"]),
+        "W": np.eye(features.shape[1], n_classes, dtype=dtype),  # only the first columns score: accuracy < 1
+        "b": np.zeros(n_classes, dtype=dtype),
+    }
 
-    yield "scalar_mix", (s, gamma, layers), {}
-    yield "bilm_layers", (params, ids, lengths), {}
-    yield "bilm_logits", (params, ids, lengths), {}
-    yield "bilm_loss", (params, ids, lengths), {}
-    yield "fit_linear_probe", (X, y, n_classes), settings
-    W = np.eye(X.shape[1], n_classes, dtype=dtype)  # only the first columns score, so accuracy < 1
-    yield "probe_accuracy", (W, np.zeros(n_classes, dtype=dtype), X, y), {}
-    if grad:
-        yield "scalar_mix_vjp", (s, gamma, layers, g_out), {}
-        yield "bilm_loss_grad", (params, ids, lengths), {}
-        yield "bilm_layers_vjp", (params, ids, lengths, g_layers), {}
+
+def _calls(dtype: np.dtype, capabilities: frozenset[str]) -> Iterator[Call]:
+    """Every protocol function the capabilities require (§11), on the inputs above."""
+    inputs = _inputs(dtype)
+    for name in protocol().required_methods(capabilities):
+        function = protocol().functions[name]
+        args, kwargs = function.split_call({argument: inputs[argument] for argument in function.argument_names})
+        yield name, args, kwargs
 
 
 def _outcome(function: Callable, args: tuple, kwargs: dict) -> Any:
@@ -76,15 +91,16 @@ def first_difference(a: Any, b: Any, path: str) -> str | None:
 
 
 def changed_output(clean: object, mutant: object, capabilities: frozenset[str]) -> str | None:
-    """The first output the mutant changes, described; None when it is equivalent on these inputs."""
-    dtype = np.dtype("float64" if "float64" in capabilities else "float32")
-    for method, args, kwargs in _calls(dtype, "grad" in capabilities):
-        expected = _outcome(getattr(clean, method), copy.deepcopy(args), dict(kwargs))
-        given = copy.deepcopy(args)
-        got = _outcome(getattr(mutant, method), given, dict(kwargs))
-        difference = first_difference(got, expected, f"{method}()") or first_difference(
-            given, args, f"{method}'s inputs after the call"
-        )
-        if difference:
-            return difference
+    """The first output the mutant changes, described; None when it is equivalent on these inputs.
+    Every declared dtype is tried: a mutant may be broken in float32 only."""
+    for dtype in (np.dtype(name) for name in protocol().dtypes if name in capabilities):
+        for method, args, kwargs in _calls(dtype, capabilities):
+            expected = _outcome(getattr(clean, method), copy.deepcopy(args), dict(kwargs))
+            given = copy.deepcopy(args)
+            got = _outcome(getattr(mutant, method), given, dict(kwargs))
+            difference = first_difference(got, expected, f"{method}() in {dtype}") or first_difference(
+                given, args, f"{method}'s inputs after the call"
+            )
+            if difference:
+                return difference
     return None

@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-import elmo_conformance.conformance.plugin  # noqa: F401  (registers the harness's "conformance" Hypothesis profile)
 import pytest
-from elmo_conformance.conformance.loading import AdapterLoadError, load_adapter, load_mutant
 from hypothesis import Phase, settings
+
+import elmo_conformance.conformance.plugin  # noqa: F401  (registers the harness's "conformance" Hypothesis profile)
+from elmo_conformance.conformance.loading import AdapterLoadError, load_adapter, load_mutant
 
 from .collector import Collector, Coverage, Send
 from .declared import declared_mutants, describe

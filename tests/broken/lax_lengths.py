@@ -1,6 +1,7 @@
 """Accepts lengths longer than T (§8 row V05) by clipping them."""
 
 import numpy as np
+
 from elmo_conformance.adapters.numpy import NumpyAdapter
 
 

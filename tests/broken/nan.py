@@ -1,6 +1,7 @@
 """bilm_layers returns NaN in R^1 at a real position."""
 
 import numpy as np
+
 from elmo_conformance.adapters.numpy import NumpyAdapter
 
 

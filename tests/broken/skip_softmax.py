@@ -1,6 +1,7 @@
 """The chapter's pitfall s01: ScalarMix weights are the raw s."""
 
 import numpy as np
+
 from elmo_conformance.adapters.numpy import NumpyAdapter
 
 

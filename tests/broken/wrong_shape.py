@@ -1,6 +1,7 @@
 """bilm_logits returns [B, T, V + 1] arrays."""
 
 import numpy as np
+
 from elmo_conformance.adapters.numpy import NumpyAdapter
 
 
