@@ -18,7 +18,11 @@ BUILTINS: dict[str, tuple[str, tuple[str, ...]]] = {
     "torch": ("elmo_conformance.adapters.torch", ("torch",)),
     "jax": ("elmo_conformance.adapters.jax", ("jax",)),
     "cuda": ("elmo_conformance.adapters.cuda", ("torch",)),
+    "c": ("elmo_conformance.adapters.c.build", ()),
 }
+# Built-ins that are programs speaking the wire protocol (§15): their module's `build()` returns
+# the executable (compiling it when its sources changed), which then runs as `cmd:EXECUTABLE`.
+PROGRAMS = ("c",)
 # Built-ins that also need a device: available only where their adapter is not `unavailable` (§11).
 DEVICE_BOUND = ("cuda",)
 
@@ -38,7 +42,14 @@ class LoadedAdapter:
 
 
 def missing_packages(name: str) -> list[str]:
-    return [pkg for pkg in BUILTINS[name][1] if importlib.util.find_spec(pkg) is None]
+    """What a built-in needs and this machine lacks: Python packages, or a C compiler for `c`."""
+    missing = [pkg for pkg in BUILTINS[name][1] if importlib.util.find_spec(pkg) is None]
+    if name in PROGRAMS:
+        try:
+            importlib.import_module(BUILTINS[name][0]).compiler()
+        except RuntimeError:
+            missing.append("a C compiler")
+    return missing
 
 
 def available_builtins() -> list[str]:
@@ -61,13 +72,19 @@ def _import_file(path: Path) -> object:
     return module.adapter
 
 
+def _missing(arg: str) -> None:
+    missing = missing_packages(arg)
+    if missing == ["a C compiler"]:
+        raise AdapterLoadError(f"--impl {arg}: needs a C compiler: `cc` (or $CC) is not on PATH")
+    if missing:
+        raise AdapterLoadError(
+            f"--impl {arg}: needs the package {missing[0]!r}, which is not installed (pip install {missing[0]})"
+        )
+
+
 def _find_object(arg: str) -> object:
     if arg in BUILTINS:
-        missing = missing_packages(arg)
-        if missing:
-            raise AdapterLoadError(
-                f"--impl {arg}: needs the package {missing[0]!r}, which is not installed (pip install {missing[0]})"
-            )
+        _missing(arg)
         return importlib.import_module(BUILTINS[arg][0]).adapter
     if arg.endswith(".py") or Path(arg).is_file():
         path = Path(arg).resolve()
@@ -117,14 +134,24 @@ def _device_of(obj: object, name: str, where: str) -> tuple[str, str | None]:
     return device, unavailable
 
 
+def _program(arg: str) -> list[str]:
+    """The command of a built-in program (`c`): built first when its sources changed."""
+    _missing(arg)
+    try:
+        return [str(importlib.import_module(BUILTINS[arg][0]).build())]
+    except RuntimeError as exc:
+        raise AdapterLoadError(f"--impl {arg}: {exc}") from None
+
+
 def _load_process(arg: str) -> LoadedAdapter:
-    """`cmd:PROGRAM ARGS`: a process speaking the wire protocol (§15), one per argument and
-    harness process; started here, and stopped when the harness exits."""
+    """`cmd:PROGRAM ARGS` or a built-in program: a process speaking the wire protocol (§15), one
+    per argument and harness process; started here, and stopped when the harness exits."""
     from .process import ProcessAdapter, ProcessStartError, command_of
 
     if arg not in _PROCESSES:
         try:
-            _PROCESSES[arg] = ProcessAdapter(arg, command_of(arg))
+            argv = _program(arg) if arg in PROGRAMS else command_of(arg)
+            _PROCESSES[arg] = ProcessAdapter(arg, argv)
         except ProcessStartError as exc:
             raise AdapterLoadError(str(exc)) from None
     return as_adapter(_PROCESSES[arg], arg)
@@ -134,7 +161,7 @@ _PROCESSES: dict[str, object] = {}
 
 
 def load_adapter(arg: str) -> LoadedAdapter:
-    if arg.startswith("cmd:"):
+    if arg.startswith("cmd:") or arg in PROGRAMS:
         return _load_process(arg)
     try:
         obj = _find_object(arg)

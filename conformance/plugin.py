@@ -9,6 +9,7 @@ import json
 import shlex
 import time
 from pathlib import Path
+from typing import NoReturn
 
 import numpy as np
 import pytest
@@ -72,9 +73,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "dtypes(*names): run only in these dtypes")
     if config.getoption("hypothesis_profile", None) is None:
         settings.load_profile("conformance")
+    start_reports(config)
     problems = verify_manifest()
     if problems:
-        raise pytest.UsageError("fixtures refused, no test was run:\n  " + "\n  ".join(problems))
+        refuse(config, "fixtures refused, no test was run:\n  " + "\n  ".join(problems))
     impls = config.getoption("impl") or available_builtins()
     try:
         loaded = [load_adapter(arg) for arg in impls]
@@ -82,12 +84,42 @@ def pytest_configure(config: pytest.Config) -> None:
         if mutant:
             loaded = [load_mutant(adapter, mutant) for adapter in loaded]
     except AdapterLoadError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        refuse(config, str(exc))
     config.stash[_CASES] = loaded
     config.pluginmanager.register(Recorder(config), "elmo-conformance-recorder")
     config.pluginmanager.register(PassTable(config, loaded, DTYPES), "elmo-conformance-pass-table")
     if config.getoption("xfails_file"):
         config.pluginmanager.register(Xfails.from_files(config.getoption("xfails_file")), "elmo-conformance-xfails")
+
+
+def _report_paths(config: pytest.Config) -> list[tuple[str, Path]]:
+    return [(option, Path(value)) for option in ("report", "pass_table") if (value := config.getoption(option, None))]
+
+
+def start_reports(config: pytest.Config) -> None:
+    """Before anything runs: refuse report paths that cannot be written, and replace a previous
+    run's reports with one that says this run has not finished, so that a run that stops early
+    (refused, interrupted, or its process killed) never leaves an older passing report in place."""
+    for option, path in _report_paths(config):
+        flag = "--" + option.replace("_", "-")
+        if path.is_dir():
+            raise pytest.UsageError(f"{flag} {path}: is a directory; give a file path such as {path / 'report.json'}")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({"suite": "elmo-conformance", "complete": False}) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise pytest.UsageError(f"{flag} {path}: cannot be written: {exc.strerror or exc}") from None
+
+
+def refuse(config: pytest.Config, reason: str) -> NoReturn:
+    """Stop before any test with `reason`, recording the refusal in the --report file."""
+    for option, path in _report_paths(config):
+        if option == "report":
+            record = {"suite": "elmo-conformance", "complete": True, "refused": reason, "exit_status": 4, "tests": []}
+            path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        else:
+            path.unlink(missing_ok=True)
+    raise pytest.UsageError(reason)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -208,6 +240,7 @@ class Recorder:
             summary[result["outcome"]] = summary.get(result["outcome"], 0) + 1
         report = {
             "suite": "elmo-conformance",
+            "complete": True,
             "spec_version": "1.0",
             "adapters": [
                 {"impl": a.arg, "name": a.name, "capabilities": sorted(a.capabilities), "device": a.device}

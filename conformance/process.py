@@ -12,6 +12,8 @@ to standard error; the process is stopped and the next call starts a fresh one (
 from __future__ import annotations
 
 import atexit
+import functools
+import json
 import os
 import select
 import shlex
@@ -335,24 +337,17 @@ def _as_json(value: Any) -> Any:
 
 def message_problem(message: dict[str, Any], definition: str) -> str | None:
     """Why a message does not match a definition of spec/schemas/wire.schema.json, or None."""
-    schema = _wire_schema()
-    validator = jsonschema.Draft202012Validator({"$ref": f"#/$defs/{definition}", "$defs": schema["$defs"]})
-    error = jsonschema.exceptions.best_match(validator.iter_errors(_as_json(message)))
+    error = jsonschema.exceptions.best_match(_validator(definition).iter_errors(_as_json(message)))
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path)
     return f"{error.message}" + (f" (at {where})" if where else "")
 
 
-_SCHEMA: dict[str, Any] = {}
-
-
-def _wire_schema() -> dict[str, Any]:
-    if not _SCHEMA:
-        import json
-
-        _SCHEMA.update(json.loads((SPEC_DIR / "schemas" / "wire.schema.json").read_text(encoding="utf-8")))
-    return _SCHEMA
+@functools.cache
+def _validator(definition: str) -> jsonschema.Draft202012Validator:
+    schema = json.loads((SPEC_DIR / "schemas" / "wire.schema.json").read_text(encoding="utf-8"))
+    return jsonschema.Draft202012Validator({"$ref": f"#/$defs/{definition}", "$defs": schema["$defs"]})
 
 
 def _major(version: str) -> str:
@@ -434,17 +429,19 @@ class ProcessAdapter:
             "mutant": mutant,
             "args": dict(bound),
         }
-        sent = f"{function.name}({', '.join(f'{k}={wire.describe(v)}' for k, v in bound.items())})"
-        sent += f" for mutant {mutant!r}" if mutant else ""
+        def sent() -> str:
+            call = f"{function.name}({', '.join(f'{k}={wire.describe(v)}' for k, v in bound.items())})"
+            return call + (f" for mutant {mutant!r}" if mutant else "")
+
         try:
             data = wire.frame(request)
         except wire.WireError as exc:
-            raise ProcessFailure(f"the harness cannot send this call: {exc}\n  call: {sent}") from None
+            raise ProcessFailure(f"the harness cannot send this call: {exc}\n  call: {sent()}") from None
         if self._connection is None:
             try:
                 self._start()
             except ProcessStartError as exc:
-                raise ProcessFailure(f"restarting the process failed: {exc}\n  call: {sent}") from None
+                raise ProcessFailure(f"restarting the process failed: {exc}\n  call: {sent()}") from None
         connection = self._connection
         assert connection is not None
         deadline = time.monotonic() + self.call_timeout
@@ -460,7 +457,7 @@ class ProcessAdapter:
             received = exc.shown()
             kind = ProcessTimeout if exc.timeout else ProcessFailure
             raise kind(
-                f"the process {exc.what}\n  sent: {sent}\n  received: {received}\n{connection.stderr.tail()}\n"
+                f"the process {exc.what}\n  sent: {sent()}\n  received: {received}\n{connection.stderr.tail()}\n"
                 "  The process was stopped; the next call starts a fresh one (spec §15.7)."
             ) from None
         except BaseException:  # an interrupt mid-frame leaves the pipes unusable
@@ -475,10 +472,13 @@ class ProcessAdapter:
         return answer["value"]
 
     def _answer_problem(self, answer: dict[str, Any]) -> str | None:
+        """Why an answer is not a result or error for this call (wire.schema.json), or None. A
+        well-formed result is recognized without the schema: this runs on every call."""
         kind = answer.get("type")
         if kind not in ("result", "error"):
             return f"answered with a message of type {kind!r} (expected 'result' or 'error', §15.5)"
-        problem = message_problem(answer, kind)
+        well_formed = kind == "result" and "value" in answer and type(answer.get("id")) is int
+        problem = None if well_formed else message_problem(answer, kind)
         if problem:
             return f"answered with a malformed {kind} message: {problem}"
         if answer["id"] != self._next_id and not (kind == "error" and answer["id"] is None):

@@ -52,52 +52,74 @@ def _put_text(out: list[bytes], text: str) -> None:
     out.append(data)
 
 
-def _encode(value: Any, out: list[bytes], path: str) -> None:
+class _Unencodable(Exception):
+    """Raised deep inside _encode; the path to the value is built on the way out."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+        self.path: list[str] = []
+
+
+def _encode(value: Any, out: list[bytes]) -> None:
     if value is None:
         out.append(b"n")
     elif isinstance(value, bool | np.bool_):
         out.append(b"t" if value else b"f")
     elif isinstance(value, int | np.integer):
         if not -(2**63) <= int(value) < 2**63:
-            raise WireError(f"{path}: the integer {value} does not fit in 64 bits (§15.3)")
+            raise _Unencodable(f"the integer {value} does not fit in 64 bits")
         out.append(b"i" + _I64.pack(int(value)))
     elif isinstance(value, float):  # np.float64 is a float; other NumPy floats go as 0-d arrays
         out.append(b"d" + _F64.pack(value))
     elif isinstance(value, np.floating):
-        _encode(np.asarray(value), out, path)
+        _encode(np.asarray(value), out)
     elif isinstance(value, str):
         out.append(b"s")
         _put_text(out, value)
     elif isinstance(value, np.ndarray):
-        if type(value) is not np.ndarray:
-            raise WireError(f"{path}: a {type(value).__name__} (an ndarray subclass) has no encoding (§15.3)")
-        code = _CODES.get((value.dtype.kind, value.dtype.itemsize))
-        if code is None or value.dtype.kind not in "fiub":
-            raise WireError(f"{path}: arrays of dtype {value.dtype} have no encoding (§15.3)")
-        if value.ndim > 255:
-            raise WireError(f"{path}: an array of {value.ndim} dimensions has no encoding (§15.3)")
-        out.append(b"a" + code.encode("ascii") + bytes([value.ndim]))
-        out.append(b"".join(_U64.pack(n) for n in value.shape))
-        out.append(np.ascontiguousarray(value, dtype=DTYPES[code]).tobytes())
+        _encode_array(value, out)
     elif isinstance(value, Mapping):
         out.append(b"m" + _U32.pack(len(value)))
         for key, item in value.items():
             if not isinstance(key, str):
-                raise WireError(f"{path}: the key {key!r} is not a string; maps carry string keys only (§15.3)")
+                raise _Unencodable(f"the key {key!r} is not a string; maps carry string keys only")
             _put_text(out, key)
-            _encode(item, out, f"{path}[{key!r}]")
+            try:
+                _encode(item, out)
+            except _Unencodable as exc:
+                exc.path.append(f"[{key!r}]")
+                raise
     elif isinstance(value, list | tuple):
         out.append(b"l" + _U32.pack(len(value)))
         for i, item in enumerate(value):
-            _encode(item, out, f"{path}[{i}]")
+            try:
+                _encode(item, out)
+            except _Unencodable as exc:
+                exc.path.append(f"[{i}]")
+                raise
     else:
-        raise WireError(f"{path}: a {type(value).__name__} has no encoding (§15.3)")
+        raise _Unencodable(f"a {type(value).__name__} has no encoding")
+
+
+def _encode_array(value: np.ndarray, out: list[bytes]) -> None:
+    if type(value) is not np.ndarray:
+        raise _Unencodable(f"a {type(value).__name__} (an ndarray subclass) has no encoding")
+    code = _CODES.get((value.dtype.kind, value.dtype.itemsize))
+    if code is None or value.dtype.kind not in "fiub":
+        raise _Unencodable(f"arrays of dtype {value.dtype} have no encoding")
+    if value.ndim > 255:
+        raise _Unencodable(f"an array of {value.ndim} dimensions has no encoding")
+    out.append(b"a" + code.encode("ascii") + bytes([value.ndim]) + b"".join(_U64.pack(n) for n in value.shape))
+    out.append(np.ascontiguousarray(value, dtype=DTYPES[code]).tobytes())
 
 
 def encode(value: Any, path: str = "value") -> bytes:
-    """One value's bytes (§15.3)."""
+    """One value's bytes (§15.3); WireError names the path of a value that has no encoding."""
     out: list[bytes] = []
-    _encode(value, out, path)
+    try:
+        _encode(value, out)
+    except _Unencodable as exc:
+        raise WireError(f"{path}{''.join(reversed(exc.path))}: {exc.why} (§15.3)") from None
     return b"".join(out)
 
 

@@ -54,16 +54,18 @@ def _reason(v: Verdict) -> str:
     return "\n".join(parts) or v.status
 
 
-def mutant_result(v: Verdict) -> dict:
+def mutant_result(v: Verdict, line: int | None = None) -> dict:
+    """One mutant; `line` places a mutant without source of its own on that line of its listing."""
     info = v.info
     assert info is not None
+    start, end, end_column = (line, line, 2) if line is not None else (info.start_line, info.end_line, info.end_column)
     result = {
         "id": f"{v.adapter}:{v.mutant}",
         "mutatorName": v.mutant,
         "description": ("" if v.catalog else "(extra) ") + v.title,
         "location": {
-            "start": {"line": info.start_line, "column": 1},
-            "end": {"line": info.end_line, "column": info.end_column},
+            "start": {"line": start, "column": 1},
+            "end": {"line": end, "column": end_column},
         },
         "status": _STATUS.get(v.status, v.status),
         "statusReason": _reason(v),
@@ -106,16 +108,32 @@ def _versions() -> dict[str, str]:
     return versions
 
 
+def _listing(impl: str, sourceless: list[Verdict]) -> tuple[str, dict]:
+    """A file entry for mutants with no source to point at (those a process declares, §15.4): a
+    listing of their ids and titles, each mutant on its own line."""
+    lines = [f"# mutants declared by --impl {impl}"] + [f"{v.mutant}: {v.title}" for v in sourceless]
+    entry = {"language": "text", "source": "\n".join(lines) + "\n", "mutants": []}
+    entry["mutants"] = [mutant_result(v, line=i + 2) for i, v in enumerate(sourceless)]
+    return f"{impl} (declared mutants)", entry
+
+
 def report(results: Results, verdicts: list[Verdict]) -> dict:
     files: dict[str, dict] = {}
     unlisted = []
+    sourceless: dict[str, list[Verdict]] = {}
     for v in verdicts:
-        if v.status in (NOT_DECLARED, NOT_RUN) or v.info is None or v.info.file is None:
+        if v.status in (NOT_DECLARED, NOT_RUN) or v.info is None:
             unlisted.append({"adapter": v.adapter, "impl": v.impl, "mutant": v.mutant, "status": v.status})
+            continue
+        if v.info.file is None:
+            sourceless.setdefault(v.impl, []).append(v)
             continue
         key = _relative(v.info.file)
         entry = files.setdefault(key, {"language": "python", "source": _read(v.info.file), "mutants": []})
         entry["mutants"].append(mutant_result(v))
+    for impl, listed in sourceless.items():
+        key, entry = _listing(impl, listed)
+        files[key] = entry
     t = results.timings
     return {
         "schemaVersion": "2",

@@ -1,6 +1,6 @@
 """A deliberately faulty implementation process for the harness's self-tests (spec §15.7).
 
-    python tests/faulty/program.py MODE [N]
+    python tests/faulty/program.py MODE [N [MARKER]]
 
 It is the protocol server for the numpy adapter (so every answer is right) until its N-th call
 (default 1), where it misbehaves as MODE says:
@@ -19,7 +19,8 @@ It is the protocol server for the numpy adapter (so every answer is right) until
     flood-stderr       writes 20 MB to stderr on every call, then answers correctly
     spawn-child        starts a grandchild that sleeps for an hour, then hangs
 
-The server it wraps is conformance/serve.py; only `call` is overridden.
+The server it wraps is conformance/serve.py; only `call` is overridden. MARKER is put in the
+command line of every process it starts, so that a test can look for survivors.
 """
 
 from __future__ import annotations
@@ -87,7 +88,8 @@ class Faulty(Server):
             while True:
                 time.sleep(1)
         if mode == "spawn-child":
-            subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+            marker = sys.argv[3] if len(sys.argv) > 3 else ""
+            subprocess.Popen([sys.executable, "-c", f"import time; time.sleep(3600)  # {marker}"])
             while True:
                 time.sleep(1)
         if mode == "garbage":

@@ -1,0 +1,173 @@
+/* §4: the biLM loss, and §6.1: its gradient.
+ *
+ * Only the scored positions (§4.1) have logits computed: the others change nothing. At the
+ * benchmark size the logits of one direction are the largest array of a call.
+ */
+#include "loss.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "linalg.h"
+#include "steps.h"
+
+/* §4.1: the forward LM predicts the next token: fwd_{b,t} for t <= ℓ - 2 is scored on x_{t+1}. */
+bool forward_target(const int64_t *row_ids, size_t t, size_t length, size_t *target)
+{
+    if (t + 2 > length) {
+        return false;
+    }
+    *target = (size_t)row_ids[t + 1];
+    return true;
+}
+
+/* §4.1: the backward LM predicts the previous token: bwd_{b,t} for 1 <= t <= ℓ - 1 on x_{t-1}. */
+bool backward_target(const int64_t *row_ids, size_t t, size_t length, size_t *target)
+{
+    if (t < 1 || t + 1 > length) {
+        return false;
+    }
+    *target = (size_t)row_ids[t - 1];
+    return true;
+}
+
+/* The scored positions of one direction, row by row, and their targets. */
+typedef struct {
+    size_t n;
+    size_t *at;      /* [n] b * T + t */
+    size_t *target;  /* [n] */
+} Scored;
+
+static Scored scored_positions(const Ctx *ctx, const BiLMPass *pass, bool forward)
+{
+    const Batch *batch = &pass->batch;
+    size_t B = batch->B, T = batch->T;
+    Scored scored = {0, NULL, NULL};
+    scored.at = arena_alloc(ctx->arena, arena_mul(ctx->arena, B, T), sizeof(size_t));
+    scored.target = arena_alloc(ctx->arena, B * T, sizeof(size_t));
+    for (size_t b = 0; b < B; b++) {
+        for (size_t t = 0; t < T; t++) {
+            const int64_t *row = batch->ids + b * T;
+            size_t target;
+            bool is_scored = forward ? ctx->steps->forward_target(row, t, batch->lengths[b], &target)
+                                     : ctx->steps->backward_target(row, t, batch->lengths[b], &target);
+            if (is_scored) {
+                scored.at[scored.n] = b * T + t;
+                scored.target[scored.n] = target;
+                scored.n++;
+            }
+        }
+    }
+    return scored;
+}
+
+/* One direction of §4.2 from the top layer R^L [B, T, 2d], whose half at `offset` holds its
+ * states: L_dir = (1/n) Σ CE(W_out h + c, target), CE(z, y) = log Σ_v exp(z_v) - z_y computed
+ * with the maximum subtracted. When g_top is not NULL, also the gradient of L_dir / 2 (bilm_loss
+ * averages the directions): with respect to the states into g_top, and added to out.weight and
+ * out.bias in `grads`. */
+static double direction_loss(const Ctx *ctx, const BiLMPass *pass, const double *top, size_t offset, bool forward,
+                             double *g_top, BiLMGrads *grads)
+{
+    Arena *arena = ctx->arena;
+    const BiLMParams *p = pass->params;
+    size_t V = p->V, d = p->d;
+    Scored scored = scored_positions(ctx, pass, forward);
+    size_t n = scored.n;
+    double *states = arena_doubles(arena, arena_mul(arena, n, d));
+    for (size_t i = 0; i < n; i++) {
+        memcpy(states + i * d, top + scored.at[i] * 2 * d + offset, d * sizeof(double));
+    }
+    double *logits = arena_doubles(arena, arena_mul(arena, n, V));
+    bilm_output_layer(ctx, p, n, states, logits);
+
+    double *ce = arena_doubles(arena, n);
+    double *totals = arena_doubles(arena, n);
+    for (size_t i = 0; i < n; i++) {
+        double *z = logits + i * V;
+        double largest = z[0];
+        for (size_t v = 1; v < V; v++) {
+            largest = z[v] > largest ? z[v] : largest;
+        }
+        for (size_t v = 0; v < V; v++) {
+            z[v] = fl(ctx, z[v] - largest); /* exp never overflows */
+        }
+        double picked = z[scored.target[i]];
+        for (size_t v = 0; v < V; v++) {
+            z[v] = fl(ctx, exp(z[v])); /* the logits' room now holds exp(z - max) */
+        }
+        totals[i] = sum_pairwise(ctx, V, z);
+        ce[i] = fl(ctx, fl(ctx, log(totals[i])) - picked);
+    }
+    double value = fl(ctx, sum_pairwise(ctx, n, ce) / (double)n);
+    if (g_top == NULL) {
+        return value;
+    }
+
+    /* ∂(L_dir / 2)/∂z = (softmax(z) - onehot(y)) / n / 2, in the logits' room. */
+    double *g_logits = logits;
+    for (size_t i = 0; i < n; i++) {
+        double *g = g_logits + i * V;
+        for (size_t v = 0; v < V; v++) {
+            g[v] = fl(ctx, g[v] / totals[i]);
+        }
+        g[scored.target[i]] = fl(ctx, g[scored.target[i]] - 1.0);
+        for (size_t v = 0; v < V; v++) {
+            g[v] = fl(ctx, fl(ctx, g[v] / (double)n) * 0.5);
+        }
+    }
+    /* Through the shared output layer: to the states, to W_out, to c. */
+    double *g_states = arena_doubles(arena, arena_mul(arena, n, d));
+    matmul_add(ctx, n, V, d, g_logits, p->out_weight, g_states);
+    for (size_t i = 0; i < n; i++) {
+        memcpy(g_top + scored.at[i] * 2 * d + offset, g_states + i * d, d * sizeof(double));
+    }
+    double *g_logits_t = arena_doubles(arena, arena_mul(arena, n, V));
+    double *g_weight = arena_doubles(arena, arena_mul(arena, V, d));
+    transpose(n, V, g_logits, g_logits_t);
+    matmul_add(ctx, V, n, d, g_logits_t, states, g_weight);
+    for (size_t at = 0; at < V * d; at++) {
+        grads->out_weight[at] = fl(ctx, grads->out_weight[at] + g_weight[at]);
+    }
+    double *g_bias = arena_doubles(arena, V);
+    for (size_t i = 0; i < n; i++) {
+        for (size_t v = 0; v < V; v++) {
+            g_bias[v] = fl(ctx, g_bias[v] + g_logits[i * V + v]);
+        }
+    }
+    for (size_t v = 0; v < V; v++) {
+        grads->out_bias[v] = fl(ctx, grads->out_bias[v] + g_bias[v]);
+    }
+    return value;
+}
+
+/* R^L: f^L and b^L with padded positions 0, as returned by bilm_layers (§3.4). */
+static double *top_layer(const Ctx *ctx, const BiLMPass *pass)
+{
+    size_t positions = arena_mul(ctx->arena, pass->batch.B, pass->batch.T);
+    double *top = arena_doubles(ctx->arena, arena_mul(ctx->arena, positions, 2 * pass->params->d));
+    bilm_layer(ctx, pass, pass->params->L, top);
+    return top;
+}
+
+double bilm_loss(const Ctx *ctx, const BiLMPass *pass)
+{
+    const double *top = top_layer(ctx, pass);
+    double l_fwd = direction_loss(ctx, pass, top, 0, true, NULL, NULL);
+    double l_bwd = direction_loss(ctx, pass, top, pass->params->d, false, NULL, NULL);
+    return 0.5 * (l_fwd + l_bwd); /* a Python float (§1.2): the average is taken in float64 */
+}
+
+void bilm_loss_grad(const Ctx *ctx, const BiLMPass *pass, BiLMGrads *grads)
+{
+    const BiLMParams *p = pass->params;
+    const double *top = top_layer(ctx, pass);
+    size_t positions = arena_mul(ctx->arena, pass->batch.B, pass->batch.T);
+    double *g_top = arena_doubles(ctx->arena, arena_mul(ctx->arena, positions, 2 * p->d));
+    direction_loss(ctx, pass, top, 0, true, g_top, grads);
+    direction_loss(ctx, pass, top, p->d, false, g_top, grads);
+    /* Then down both stacks (§6.2) with a gradient on the top layer only. */
+    const double **g_layers = arena_alloc(ctx->arena, p->L + 1, sizeof(double *));
+    g_layers[p->L] = g_top;
+    bilm_backprop(ctx, pass, g_layers, grads);
+}
