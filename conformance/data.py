@@ -1,13 +1,18 @@
-"""The fixtures (§12) as the tests use them, and small random biLM configurations."""
+"""The fixtures (§12) as the tests use them, and small random biLM configurations.
+
+Every fixture is read through ``fixtures.manifest.load_fixture``: its bytes are hashed and
+compared with the manifest's SHA-256 as the start-up check verified it, and those same bytes are
+parsed, so a file changed after start-up fails the tests that read it, naming the file (§12).
+"""
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
-from elmo_conformance.fixtures.store import FIXTURES_DIR, load_json, load_npz
+
+from elmo_conformance.fixtures.manifest import load_fixture
 from elmo_conformance.reference.params import init_params
 
 
@@ -18,7 +23,7 @@ def _split(arrays: dict[str, np.ndarray], prefix: str) -> dict[str, np.ndarray]:
 @cache
 def golden() -> dict:
     """golden_bilm.npz (§12.2), with `params`, `grad_loss` and `grad_mix` as dicts."""
-    arrays = load_npz(FIXTURES_DIR / "golden_bilm.npz")
+    arrays = load_fixture("golden_bilm.npz")
     out = {key: value for key, value in arrays.items() if "." not in key}
     for prefix in ("params", "grad_loss", "grad_mix"):
         out[prefix] = _split(arrays, prefix + ".")
@@ -28,13 +33,13 @@ def golden() -> dict:
 @cache
 def probe_separable() -> dict[str, np.ndarray]:
     """probe_separable.npz (§12.3)."""
-    return load_npz(FIXTURES_DIR / "probe_separable.npz")
+    return load_fixture("probe_separable.npz")
 
 
 @cache
 def scalar_mix_examples() -> dict[str, dict]:
     """scalar_mix_examples.json (§12.1), by example name."""
-    return {example["name"]: example for example in load_json(FIXTURES_DIR / "scalar_mix_examples.json")["examples"]}
+    return {example["name"]: example for example in load_fixture("scalar_mix_examples.json")["examples"]}
 
 
 @dataclass(frozen=True)
@@ -48,10 +53,9 @@ class Learning:
 
 @cache
 def learning() -> Learning:
-    corpus = load_json(FIXTURES_DIR / "learning_corpus.json")
-    init = _split(load_npz(FIXTURES_DIR / "learning_init.npz"), "params.")
-    with open(FIXTURES_DIR / "learning_thresholds.tsv", encoding="utf-8", newline="") as handle:
-        rows = {row["metric"]: row for row in csv.DictReader(handle, delimiter="\t")}
+    corpus = load_fixture("learning_corpus.json")
+    init = _split(load_fixture("learning_init.npz"), "params.")
+    rows = {row["metric"]: row for row in load_fixture("learning_thresholds.tsv")}
     return Learning(corpus, init, rows)
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fixture_copies import FIXTURE_NAMES, copy_fixtures, rehash
+
 from elmo_conformance.fixtures.__main__ import main as fixtures_main
 from elmo_conformance.fixtures.manifest import verify_manifest
 from elmo_conformance.fixtures.store import (
@@ -32,17 +34,6 @@ from elmo_conformance.fixtures.store import (
     sha256_file,
 )
 from elmo_conformance.fixtures.validate import FAIL, integrity
-from fixture_copies import FIXTURE_NAMES, copy_fixtures
-
-
-def rehash(copy: Path, name: str) -> None:
-    """Record a changed file's new hash, as a maintainer who edited it would: what is left to
-    catch is then the content itself."""
-    manifest = load_json(copy / MANIFEST_NAME)
-    for entry in manifest["fixtures"]:
-        if entry["path"] == name:
-            entry["sha256"] = sha256_file(copy / name)
-    (copy / MANIFEST_NAME).write_text(dumps_json(manifest), encoding="utf-8")
 
 
 def flip_byte(path: Path, position: int) -> None:

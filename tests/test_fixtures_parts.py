@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from elmo_conformance.fixtures.drift import compare_value, quantity_of, tolerance, values
 from elmo_conformance.fixtures.manifest import fixture_files
 from elmo_conformance.fixtures.provenance import code_files, code_hashes, stale_code, third_party_imports

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from fixture_copies import FIXTURE_NAMES, copy_fixtures
+
 from elmo_conformance.fixtures.__main__ import main as fixtures_main
 from elmo_conformance.fixtures.drift import compare, tolerance
 from elmo_conformance.fixtures.store import (
@@ -21,7 +23,6 @@ from elmo_conformance.fixtures.store import (
     save_npz,
     sha256_file,
 )
-from fixture_copies import FIXTURE_NAMES, copy_fixtures
 
 
 def scale_array(copy: Path, name: str, key: str, factor: float) -> None:
