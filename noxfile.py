@@ -40,12 +40,22 @@ def conformance(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The project's own tests, then the conformance suite for the numpy, torch and jax adapters."""
+    """The project's own tests, then the conformance suite and the mutation gate of §13.1 for every
+    built-in adapter that runs here (numpy and torch in-process and through the protocol server)."""
     session.install(*REQUIREMENTS, "jax")
-    session.run("python", "-m", "pytest", "tests", *session.posargs)
-    session.run("python", "-m", "pytest", "conformance", "--impl", "numpy", "--impl", "torch", "--impl", "jax", "-q")
-    # The gate on the suite's strength: every catalog mutant killed by its expected tests (spec §13).
-    session.run("python", "-m", "conformance.mutants", "--impl", "numpy", "--impl", "torch")
+    session.run("python", "-m", "pytest", "tests", "-m", "not parity", *session.posargs)
+    session.run("python", "-m", "pytest", "conformance", "--impl", "jax", "--impl", "c", "-q")
+    # numpy and torch: the suite and the mutation matrix in-process (the gate: every catalog mutant
+    # killed by its expected tests, spec §13) and through the wire protocol, with the same verdicts.
+    session.run("python", "-m", "pytest", "tests", "-m", "parity", "-q")
+    session.run("python", "-m", "elmo_conformance.conformance.mutants", "--impl", "c")
+
+
+@nox.session
+def sanitize(session: nox.Session) -> None:
+    """The C implementation under AddressSanitizer and UBSan, one full conformance run (both dtypes)."""
+    session.install(*REQUIREMENTS)
+    session.run("python", "-m", "elmo_conformance.adapters.c.sanitize", "-q", *session.posargs)
 
 
 @nox.session

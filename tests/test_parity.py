@@ -1,0 +1,70 @@
+"""The wire protocol end to end (spec §11, §15): the whole suite and the whole mutation matrix give
+the same verdicts through the protocol server (conformance/serve.py) as in-process, for the numpy
+and torch adapters: the same outcome for every test, and every mutant the same status with the
+same killing tests.
+
+These runs take minutes, so they are marked `parity` and `nox -s tests` runs them as its own step;
+the in-process mutation run here is also the gate of spec §13.1 (every catalog mutant killed by
+its expected tests)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+IMPLS = ["numpy", "torch"]
+pytestmark = pytest.mark.parity
+
+
+def served(impl: str) -> str:
+    """The --impl argument that runs `impl` behind the protocol server, in a child process."""
+    return "cmd:" + shlex.join([sys.executable, "-m", "elmo_conformance.conformance.serve", impl])
+
+
+def suite_outcomes(impl: str, tmp_path: Path, tag: str) -> dict[str, str]:
+    report = tmp_path / f"{tag}.json"
+    command = [sys.executable, "-m", "pytest", "conformance", "--impl", impl, "--report", str(report), "-q"]
+    done = subprocess.run([*command, "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    assert report.exists(), done.stdout[-3000:] + done.stderr[-3000:]
+    data = json.loads(report.read_text())
+    assert data["complete"] and data["tests"], done.stdout[-3000:]
+    return {test["nodeid"]: test["outcome"] for test in data["tests"]}
+
+
+def mutation_verdicts(impl: str, tmp_path: Path, tag: str) -> tuple[int, dict[str, tuple[str, list[str]]], str]:
+    out = tmp_path / tag
+    command = [sys.executable, "-m", "elmo_conformance.conformance.mutants", "--impl", impl, "--out", str(out)]
+    done = subprocess.run([*command, "--no-html"], cwd=ROOT, capture_output=True, text=True, timeout=3600)
+    report = json.loads((out / "mutation-report.json").read_text())
+    verdicts = {
+        mutant["mutatorName"]: (mutant["status"], sorted(mutant.get("killedBy", [])))
+        for entry in report["files"].values()
+        for mutant in entry["mutants"]
+    }
+    return done.returncode, verdicts, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_the_suite_gives_the_same_verdicts_through_the_protocol(impl: str, tmp_path: Path) -> None:
+    direct = suite_outcomes(impl, tmp_path, "in-process")
+    through = suite_outcomes(served(impl), tmp_path, "served")
+    assert set(direct.values()) <= {"passed", "skipped"}, "the built-in adapters pass everything"
+    differ = {nodeid: (outcome, through.get(nodeid)) for nodeid, outcome in direct.items() if through.get(nodeid) != outcome}
+    assert not differ and len(through) == len(direct), differ
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_the_mutation_matrix_gives_the_same_verdicts_through_the_protocol(impl: str, tmp_path: Path) -> None:
+    code, direct, output = mutation_verdicts(impl, tmp_path, "in-process")
+    assert code == 0, output[-4000:]  # the gate of §13.1, in-process
+    code, through, output = mutation_verdicts(served(impl), tmp_path, "served")
+    assert code == 0, output[-4000:]
+    assert sorted(through) == sorted(direct)
+    differ = {key: (direct[key], through[key]) for key in direct if direct[key] != through[key]}
+    assert not differ, differ
