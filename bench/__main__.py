@@ -20,12 +20,12 @@ import numpy as np
 
 from elmo_conformance.conformance.loading import AdapterLoadError, available_builtins, load_adapter
 
-from . import bilm, mutants, probe, scaling, suite
+from . import bilm, mutants, probe, scaling, suite, wire
 from .peak import matmul_peak
 from .report import table
 from .threads import limit_threads, thread_report
 
-PARTS = ("suite", "bilm", "probe", "scaling")
+PARTS = ("suite", "bilm", "probe", "scaling", "wire")
 DTYPES = ("float64", "float32")
 LOSS_RTOL = {"float64": 1e-9, "float32": 1e-4}  # the same loss up to each dtype's rounding
 
@@ -135,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
         result["probe"] = [
             probe.compare(adapters, probe_size, dt, probe_repeats, result["peak"][dt]["flops_per_s"]) for dt in DTYPES
         ]
+    if "wire" in args.parts:
+        log("the wire encoding (§15.8) against JSON, on one bilm_loss_grad call")
+        result["wire"] = [wire.compare(bilm_size, dt, repeats) for dt in DTYPES]
     if "scaling" in args.parts:
         dt = args.scaling_dtype
         log(f"biLM scaling in T {t_values} and B {b_values}")

@@ -41,6 +41,13 @@ def table(result: dict) -> str:
     for part in result.get("probe", []):
         size = ", ".join(f"{k}={v}" for k, v in part["size"].items())
         lines += ["", f"Probe fit, {part['dtype']}, {size}", *_probe(part)]
+    for part in result.get("wire", []):
+        size = ", ".join(f"{k}={v}" for k, v in part["size"].items())
+        lines += ["", f"Wire encoding of one bilm_loss_grad call (request and result), {part['dtype']}, {size}"]
+        lines += ["| encoding | bytes | encode + decode | vs fastest |", "|---|---|---|---|"]
+        for name, timing in part["timings"].items():
+            ratio = part["ratio_to_fastest"][name]
+            lines.append(f"| {name} | {part['bytes'][name]:,} | {_s(timing['median_s'])} | {_x(ratio)} |")
     for part in result.get("scaling", []):
         lines += [
             "",

@@ -16,7 +16,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from bench import baseline, bilm, flops, mutants, probe, scaling, suite  # noqa: E402
+from bench import baseline, bilm, flops, mutants, probe, scaling, suite, wire  # noqa: E402
 from bench.__main__ import main  # noqa: E402
 from bench.timing import interleaved  # noqa: E402
 from elmo_conformance import reference  # noqa: E402
@@ -141,6 +141,25 @@ def test_the_command_line_writes_json_and_table(tmp_path, capsys) -> None:
         assert all(row["median_s"] > 0 and row["flops_per_s"] > 0 for row in part["results"].values())
     assert [part["axis"] for part in result["scaling"]] == ["T", "B"]
     assert "biLM loss+grad, float64" in table.read_text() and "biLM loss+grad" in capsys.readouterr().out
+
+
+def test_the_wire_part_compares_the_frames_with_json(tmp_path) -> None:
+    """§15.8: each encoding gives back the arrays it was given, and is timed and sized."""
+    out = wire.compare(bilm.BiLMSize(batch=3, steps=6, d=4, n_layers=1, vocab=11), "float32", repeats=1)
+    assert set(out["timings"]) == set(wire.ENCODINGS) and not out["errors"]
+    assert out["bytes"]["frames (§15.3)"] < out["bytes"]["JSON + base64"] < out["bytes"]["JSON numbers"]
+    assert min(out["ratio_to_fastest"].values()) == 1.0
+
+
+def test_a_lossy_encoding_is_caught(monkeypatch) -> None:
+    """The round-trip check of wire.compare fails on an encoding that loses precision."""
+
+    def rounded(message: dict) -> bytes:
+        return json.dumps(wire._to_json(message, lambda a: wire._numbers(a.astype(np.float16)))).encode()
+
+    monkeypatch.setitem(wire.ENCODINGS, "lossy", (rounded, lambda data: wire._from_json(json.loads(data))))
+    with pytest.raises(AssertionError, match="lossy does not give back the arrays"):
+        wire.compare(bilm.BiLMSize(batch=2, steps=3, d=2, n_layers=1, vocab=5), "float64", repeats=1)
 
 
 def test_the_suite_part_times_a_conformance_run(tmp_path) -> None:

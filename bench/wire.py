@@ -1,0 +1,110 @@
+"""The wire protocol's encoding (spec §15.8) against the two JSON encodings one might use instead.
+
+The messages are those of one `bilm_loss_grad` call at the benchmark size (§15.5): the request
+(parameters, ids, lengths) and the result (a gradient per parameter). Each contender encodes both
+to bytes and decodes them back to NumPy arrays:
+
+- the protocol's frames: tagged binary values, arrays as their raw little-endian bytes
+  (conformance/wire.py);
+- JSON with each array's bytes in base64 ({"dtype", "shape", "base64"});
+- JSON with each array as a list of numbers ({"dtype", "shape", "data"}), the plainest for a
+  language with a JSON library and no base64.
+
+The timings are interleaved (bench/timing.py), and the byte counts of each encoding are reported.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from elmo_conformance.conformance import wire
+
+from .bilm import BiLMSize, make_inputs
+from .timing import interleaved
+
+
+def messages(size: BiLMSize, dtype: str) -> tuple[dict, dict]:
+    """The request and the result of one bilm_loss_grad call: the gradients have the parameters'
+    shapes, so the parameters stand in for them."""
+    params, ids, lengths = make_inputs(size, dtype)
+    request = {"type": "call", "id": 1, "function": "bilm_loss_grad", "mutant": None}
+    request["args"] = {"params": params, "ids": ids, "lengths": lengths}
+    result = {"type": "result", "id": 1, "value": {name: value.copy() for name, value in params.items()}}
+    return request, result
+
+
+def _to_json(value: Any, array: Callable[[np.ndarray], dict]) -> Any:
+    if isinstance(value, np.ndarray):
+        return array(value)
+    if isinstance(value, dict):
+        return {key: _to_json(item, array) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_to_json(item, array) for item in value]
+    return value
+
+
+def _from_json(value: Any) -> Any:
+    if isinstance(value, dict) and "shape" in value and "dtype" in value:
+        if "base64" in value:
+            flat = np.frombuffer(base64.b64decode(value["base64"]), dtype=value["dtype"])
+        else:
+            flat = np.array(value["data"], dtype=value["dtype"])
+        return flat.reshape(value["shape"]).copy()
+    if isinstance(value, dict):
+        return {key: _from_json(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_from_json(item) for item in value]
+    return value
+
+
+def _base64(array: np.ndarray) -> dict:
+    data = np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<"))
+    return {"dtype": data.dtype.str, "shape": list(array.shape), "base64": base64.b64encode(data.tobytes()).decode()}
+
+
+def _numbers(array: np.ndarray) -> dict:
+    return {"dtype": array.dtype.str, "shape": list(array.shape), "data": array.ravel().tolist()}
+
+
+ENCODINGS: dict[str, tuple[Callable[[dict], bytes], Callable[[bytes], Any]]] = {
+    "frames (§15.3)": (wire.frame, lambda data: wire.decode(memoryview(data)[wire.HEADER.size :])),
+    "JSON + base64": (lambda m: json.dumps(_to_json(m, _base64)).encode(), lambda d: _from_json(json.loads(d))),
+    "JSON numbers": (lambda m: json.dumps(_to_json(m, _numbers)).encode(), lambda d: _from_json(json.loads(d))),
+}
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and a.dtype == b.dtype and np.array_equal(a, b)
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple):
+        return isinstance(b, list) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def compare(size: BiLMSize, dtype: str, repeats: int) -> dict:
+    """Encode and decode one call's request and result with each encoding, side by side."""
+    request, result = messages(size, dtype)
+    sizes, contenders = {}, {}
+    for name, (encode, decode) in ENCODINGS.items():
+        encoded = [encode(request), encode(result)]
+        if not all(_same(message, decode(data)) for message, data in zip((request, result), encoded)):
+            raise AssertionError(f"{name} does not give back the arrays it was given")
+        sizes[name] = sum(len(data) for data in encoded)
+        contenders[name] = lambda e=encode, d=decode: [d(e(request)), d(e(result))]
+    timings, errors = interleaved(contenders, repeats)
+    fastest = min(t.median for t in timings.values())
+    return {
+        "dtype": dtype,
+        "size": size.as_json(),
+        "bytes": sizes,
+        "timings": {name: t.as_json() for name, t in timings.items()},
+        "ratio_to_fastest": {name: t.median / fastest for name, t in timings.items()},
+        "errors": errors,
+    }
