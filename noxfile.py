@@ -1,4 +1,9 @@
-"""Entry points: `nox -s conformance -- --impl torch`, `nox -s tests`, `nox -s lint`, `nox -s fixtures`."""
+"""Entry points: `nox -s conformance -- --impl torch`, `nox -s tests`, `nox -s lint`, `nox -s fixtures`,
+`nox -s dashboard -- REPORT.json ...`.
+
+The sessions that run the suite, the mutation runner, the fixtures checks and the dashboard are thin
+wrappers around the console command (`python -m elmo_conformance`, installed as `elmo-conformance`):
+the same options, the same exit codes, in an environment with the pinned requirements."""
 
 from __future__ import annotations
 
@@ -8,12 +13,6 @@ nox.options.sessions = ["lint", "tests"]
 nox.options.reuse_existing_virtualenvs = True
 
 REQUIREMENTS = ("-c", "constraints.txt", "-r", "requirements.txt")
-
-
-def suite_args(posargs: list[str]) -> list[str]:
-    """The whole suite unless the arguments name tests (the reproduce commands name one)."""
-    names_tests = any(arg.startswith("conformance/") for arg in posargs)
-    return list(posargs) if names_tests else ["conformance", *posargs]
 
 
 def impls_asked(posargs: list[str]) -> list[str]:
@@ -32,10 +31,28 @@ def optional_packages(posargs: list[str]) -> list[str]:
 def conformance(session: nox.Session) -> None:
     """Run the conformance suite: `nox -s conformance -- --impl torch` (pytest options pass through).
 
-    Without --impl every available adapter runs; the pass table is written to reports/pass-table.json.
+    Without --impl every available adapter runs; the pass table is written to reports/pass-table.json,
+    the JSON report to reports/conformance.json and its page to reports/conformance.html.
     """
     session.install(*REQUIREMENTS, *optional_packages(session.posargs))
-    session.run("python", "-m", "pytest", "--pass-table", "reports/pass-table.json", *suite_args(session.posargs))
+    session.run(
+        "python",
+        "-m",
+        "elmo_conformance",
+        *("--pass-table", "reports/pass-table.json", "--report", "reports/conformance.json"),
+        *session.posargs,
+    )
+
+
+@nox.session
+def dashboard(session: nox.Session) -> None:
+    """One page of many runs: `nox -s dashboard -- a.json b.json [--mutants mutation-report.json] [--out PAGE]`.
+
+    The arguments are the --report JSON files of conformance runs (default out: reports/dashboard.html).
+    """
+    session.install(*REQUIREMENTS)
+    args = session.posargs or ["reports/conformance.json"]
+    session.run("python", "-m", "elmo_conformance", "dashboard", *args)
 
 
 @nox.session
@@ -44,11 +61,11 @@ def tests(session: nox.Session) -> None:
     built-in adapter that runs here (numpy and torch in-process and through the protocol server)."""
     session.install(*REQUIREMENTS, "jax")
     session.run("python", "-m", "pytest", "tests", "-m", "not parity", *session.posargs)
-    session.run("python", "-m", "pytest", "conformance", "--impl", "jax", "--impl", "c", "-q")
+    session.run("python", "-m", "elmo_conformance", "--impl", "jax", "--impl", "c", "-q")
     # numpy and torch: the suite and the mutation matrix in-process (the gate: every catalog mutant
     # killed by its expected tests, spec §13) and through the wire protocol, with the same verdicts.
     session.run("python", "-m", "pytest", "tests", "-m", "parity", "-q")
-    session.run("python", "-m", "elmo_conformance.conformance.mutants", "--impl", "c")
+    session.run("python", "-m", "elmo_conformance", "mutants", "--impl", "c")
 
 
 @nox.session
@@ -62,7 +79,7 @@ def sanitize(session: nox.Session) -> None:
 def mutants(session: nox.Session) -> None:
     """Mutation testing (spec §13): `nox -s mutants -- --impl torch`; reports in reports/mutants/ (`-- --help`)."""
     session.install(*REQUIREMENTS, *optional_packages(session.posargs))
-    session.run("python", "-m", "conformance.mutants", *session.posargs)
+    session.run("python", "-m", "elmo_conformance", "mutants", *session.posargs)
 
 
 @nox.session
@@ -76,7 +93,7 @@ def bench(session: nox.Session) -> None:
 def fixtures(session: nox.Session) -> None:
     """Can the fixtures be trusted? `nox -s fixtures` validates; `-- --regenerate` rewrites (fixtures/README.md)."""
     session.install(*REQUIREMENTS)
-    session.run("python", "-m", "fixtures", *session.posargs)
+    session.run("python", "-m", "elmo_conformance", "fixtures", *session.posargs)
 
 
 @nox.session

@@ -1,10 +1,8 @@
-"""Loads the harness plugin for `pytest conformance`."""
+"""Loads the harness plugin for `pytest conformance` in a checkout.
 
-from elmo_conformance.conformance.plugin import (  # noqa: F401  (pytest finds hooks by name)
-    pytest_addoption,
-    pytest_collection_modifyitems,
-    pytest_configure,
-    pytest_generate_tests,
-    pytest_report_header,
-    pytest_runtest_makereport,
-)
+`pytest_plugins` registers the plugin under its module name. Where the package is installed (a
+wheel, an editable install), pytest has already registered it under that same name through the
+`pytest11` entry point, and then skips this one: the hooks are registered exactly once.
+"""
+
+pytest_plugins = ["elmo_conformance.conformance.plugin"]

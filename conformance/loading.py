@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.metadata
 import importlib.util
+import os
 import sys
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from elmo_conformance.resources import ADAPTERS_GROUP
 
 from .protocol import protocol
 
@@ -29,6 +34,34 @@ DEVICE_BOUND = ("cuda",)
 
 class AdapterLoadError(Exception):
     """The --impl argument does not lead to a usable adapter; the message is one line."""
+
+
+class AdapterNameClash(UserWarning):
+    """An installed package registers an adapter under a built-in name; the built-in is used."""
+
+
+def adapter_entry_points() -> dict[str, importlib.metadata.EntryPoint]:
+    """Adapters that installed packages register by name (§11): the entry points of the group
+    `elmo_conformance.adapters`, name -> entry point (`package.module:attr`, an adapter or a
+    zero-argument factory of one), the first found for each name."""
+    found: dict[str, importlib.metadata.EntryPoint] = {}
+    for entry in importlib.metadata.entry_points(group=ADAPTERS_GROUP):
+        found.setdefault(entry.name, entry)
+    return found
+
+
+def _warn_if_shadowed(arg: str) -> None:
+    """Built-in names win a clash with an installed adapter's name, with a warning."""
+    entry = adapter_entry_points().get(arg) if arg in BUILTINS else None
+    if entry is not None:
+        dist = getattr(getattr(entry, "dist", None), "name", None)
+        warnings.warn(
+            f"--impl {arg}: the built-in adapter {arg!r} is used; the installed adapter of the same name "
+            f"({entry.value}{f', from {dist}' if dist else ''}; entry point group {ADAPTERS_GROUP}) is not "
+            "(register it under another name)",
+            AdapterNameClash,
+            stacklevel=3,
+        )
 
 
 @dataclass(frozen=True)
@@ -86,6 +119,15 @@ def _find_object(arg: str) -> object:
     if arg in BUILTINS:
         _missing(arg)
         return importlib.import_module(BUILTINS[arg][0]).adapter
+    entry = adapter_entry_points().get(arg)
+    if entry is not None:  # an installed package's adapter (§11)
+        try:
+            return entry.load()
+        except Exception as exc:
+            raise AdapterLoadError(
+                f"--impl {arg}: loading the installed adapter {entry.value} ({ADAPTERS_GROUP}) raised "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
     if arg.endswith(".py") or Path(arg).is_file():
         path = Path(arg).resolve()
         if not path.is_file():
@@ -98,8 +140,10 @@ def _find_object(arg: str) -> object:
             raise AdapterLoadError(f"--impl {arg}: module {module_name!r} has no attribute {attr!r}")
         return getattr(module, attr)
     names = ", ".join(BUILTINS)
+    installed = ", ".join(sorted(adapter_entry_points())) or f"none: no package registers one in {ADAPTERS_GROUP}"
     raise AdapterLoadError(
-        f"--impl {arg}: expected a built-in name ({names}), a .py file, package.module:attr, or cmd:PROGRAM ARGS"
+        f"--impl {arg}: expected a built-in name ({names}), an installed adapter's name ({installed}), "
+        "a .py file, package.module:attr, or cmd:PROGRAM ARGS"
     )
 
 
@@ -143,6 +187,40 @@ def _program(arg: str) -> list[str]:
         raise AdapterLoadError(f"--impl {arg}: {exc}") from None
 
 
+SERVER = "elmo_conformance.conformance.serve"  # the protocol server (§11, §15): python -m SERVER ARG
+
+
+def served_command(arg: str) -> list[str]:
+    """The command that serves the Python adapter `arg` over the wire protocol (§15)."""
+    return [sys.executable, "-m", SERVER, arg]
+
+
+def _child_environment() -> dict[str, str]:
+    """This process's environment, with its import path on PYTHONPATH, so that a served adapter
+    imports what the harness would (the checkout, a folder pytest put on sys.path)."""
+    installed = {os.path.abspath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+    paths = [os.path.abspath(entry or os.curdir) for entry in sys.path if isinstance(entry, str)]
+    extra = [p for p in paths if os.path.isdir(p) and not any(p.startswith(prefix + os.sep) for prefix in installed)]
+    env = dict(os.environ)
+    given = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*extra, *given]))
+    return env
+
+
+def _load_served(arg: str) -> LoadedAdapter:
+    """A Python adapter in a child process behind the protocol server: nothing of it is imported
+    here, and a call that hangs or kills its process fails one test (§11, §15.7)."""
+    from .process import ProcessAdapter, ProcessStartError
+
+    key = ("served", arg)
+    if key not in _PROCESSES:
+        try:
+            _PROCESSES[key] = ProcessAdapter(arg, served_command(arg), env=_child_environment())
+        except ProcessStartError as exc:
+            raise AdapterLoadError(exc.refusal or str(exc)) from None
+    return as_adapter(_PROCESSES[key], arg)
+
+
 def _load_process(arg: str) -> LoadedAdapter:
     """`cmd:PROGRAM ARGS` or a built-in program: a process speaking the wire protocol (§15), one
     per argument and harness process; started here, and stopped when the harness exits."""
@@ -157,12 +235,18 @@ def _load_process(arg: str) -> LoadedAdapter:
     return as_adapter(_PROCESSES[arg], arg)
 
 
-_PROCESSES: dict[str, object] = {}
+_PROCESSES: dict[object, object] = {}
 
 
-def load_adapter(arg: str) -> LoadedAdapter:
+def load_adapter(arg: str, isolate: bool = False) -> LoadedAdapter:
+    """The adapter of an --impl argument (§11). A process (`cmd:`, a built-in program) always
+    runs as one; with `isolate`, so does a Python adapter, served by the protocol server in a
+    child process. Without it, a Python adapter is imported and called in this process."""
+    _warn_if_shadowed(arg)
     if arg.startswith("cmd:") or arg in PROGRAMS:
         return _load_process(arg)
+    if isolate:
+        return _load_served(arg)
     try:
         obj = _find_object(arg)
     except AdapterLoadError:
@@ -183,6 +267,8 @@ def load_mutant(loaded: LoadedAdapter, mutant_id: str) -> LoadedAdapter:
     The mutant keeps the adapter's name and --impl argument, so its test ids (and reproduce
     commands) are those of the clean run and killers can be compared test by test.
     """
+    if not mutant_id.strip():
+        raise AdapterLoadError(f"--mutant {mutant_id!r}: expected a mutant id such as s01, got an empty one")
     where = f"--mutant {mutant_id}: adapter {loaded.name!r} (--impl {loaded.arg})"
     mutants = getattr(loaded.adapter, "mutants", None)
     if not isinstance(mutants, Mapping) or not mutants:

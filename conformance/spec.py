@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import re
 from functools import cache
-from pathlib import Path
 
-SPEC_DIR = Path(__file__).resolve().parent.parent / "spec"
+from elmo_conformance.resources import package_dir
+
+SPEC_DIR = package_dir("spec")  # spec/ in a checkout, package data when installed
 _HEADING = re.compile(r"^#{2,3} (\d+(?:\.\d+)?)\.? (.+)$")
 
 

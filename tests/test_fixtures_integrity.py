@@ -19,7 +19,7 @@ import pytest
 from fixture_copies import FIXTURE_NAMES, copy_fixtures, rehash
 
 from elmo_conformance.fixtures.__main__ import main as fixtures_main
-from elmo_conformance.fixtures.manifest import verify_manifest
+from elmo_conformance.fixtures.manifest import SPEC_VERSION, verify_manifest
 from elmo_conformance.fixtures.store import (
     FIXTURES_DIR,
     FIXTURES_ENV,
@@ -225,7 +225,9 @@ def test_fixtures_made_for_another_spec_version_give_one_line(tmp_path: Path) ->
     manifest = load_json(copy / MANIFEST_NAME)
     manifest["spec_version"] = "2.0"
     (copy / MANIFEST_NAME).write_text(dumps_json(manifest), encoding="utf-8")
-    assert verify_manifest(copy) == ["manifest.json: fixtures made for spec 2.0, this suite implements spec 1.0"]
+    assert verify_manifest(copy) == [
+        f"manifest.json: fixtures made for spec 2.0, this suite implements spec {SPEC_VERSION}"
+    ]
 
 
 def test_an_unknown_layout_schema_version_gives_one_line() -> None:

@@ -154,8 +154,8 @@ def test_the_printed_command_reproduces_the_failure(tmp_path: Path) -> None:
 )
 def test_a_bad_impl_argument_is_one_clear_line(tmp_path: Path, impl: str, message: str) -> None:
     code, report, output = run_suite(tmp_path, impl)
-    assert code == 4 and report is None
-    assert message in output
+    assert code == 4 and report is not None and report["tests"] == [], output
+    assert message in output and message in report["refused"]
 
 
 def test_every_conformance_test_is_listed_in_the_readme() -> None:

@@ -67,10 +67,13 @@ def _key(cc: list[str], compile_flags: list[str]) -> str:
 
 
 def _cache_root() -> Path:
-    """build/ beside the sources, or the user's cache folder where the sources are read-only (an
-    installed package)."""
+    """build/ beside the sources in a checkout; the user's cache folder in an installed package
+    (whose folder may be read-only, and is not the place for build products), or wherever the
+    sources are read-only."""
+    from elmo_conformance.resources import checkout_root
+
     local = HERE / "build"
-    if os.access(local if local.is_dir() else HERE, os.W_OK):
+    if checkout_root() is not None and os.access(local if local.is_dir() else HERE, os.W_OK):
         return local
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return cache / "elmo-conformance" / "c"

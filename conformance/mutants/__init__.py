@@ -1,4 +1,4 @@
-"""Mutation testing of the conformance suite (spec §13): `python -m conformance.mutants --impl numpy`.
+"""Mutation testing of the conformance suite (spec §13): `elmo-conformance mutants --impl numpy`.
 
 Every declared mutant of each adapter is run through the whole suite in spawned, long-lived
 workers, after a clean baseline run; the killers found are compared with the catalog's

@@ -1,4 +1,4 @@
-"""python -m conformance.mutants --impl numpy [--impl torch ...] [--fail-fast] [--out DIR]
+"""elmo-conformance mutants --impl numpy [--impl torch ...] [--fail-fast] [--out DIR]
 
 Exit status: 0 when every catalog mutant of every adapter is killed by its expected killers,
 1 when a verdict fails (the reasons are printed), 2 for a usage error.
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import tempfile
@@ -33,15 +34,16 @@ def _cores() -> int:
 
 
 def _positive(text: str) -> float:
+    """A finite number of seconds (or a factor) > 0: a deadline of inf or nan is no deadline."""
     value = float(text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a number > 0, got {text}")
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
     return value
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m conformance.mutants",
+        prog="elmo-conformance mutants",
         description="Run the conformance suite against every declared mutant of each adapter (spec §13).",
     )
     parser.add_argument(
@@ -64,10 +66,21 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="a mutant's run times out after timeout-min + factor x its tests' baseline time (default %(default)s)",
     )
     parser.add_argument("--timeout-min", type=_positive, default=20.0, help="seconds (default %(default)s)")
+    parser.add_argument(
+        "--baseline-timeout",
+        type=_positive,
+        default=900.0,
+        metavar="SECONDS",
+        help="a worker's share of a clean baseline run that takes longer is stopped and the run fails "
+        "(default %(default)s)",
+    )
     parser.add_argument("--no-html", action="store_true", help="do not write the HTML report (it needs npm)")
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error(f"--workers: expected an integer >= 1, got {args.workers}")
+    if any(not mutant.strip() for mutant in args.mutant):
+        parser.error("--mutant: expected a mutant id such as s01, got an empty one")
+    args.impl = list(dict.fromkeys(args.impl))  # the same --impl twice is one adapter
     if not args.impl:
         # Not available_builtins(): that would import a device-bound adapter's backend here, in the
         # parent, only to leave it out; its baseline reports it as not testable instead.
@@ -105,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         workers=args.workers,
         timeout_factor=args.timeout_factor,
         timeout_min=args.timeout_min,
+        baseline_timeout=args.baseline_timeout,
     )
     print(f"mutants: {', '.join(options.impls)} on {options.workers} workers", flush=True)
     with tempfile.TemporaryDirectory(prefix="elmo-mutants-") as logs:

@@ -12,14 +12,16 @@ from __future__ import annotations
 import os
 import platform
 import sys
-import tomllib
 from importlib import metadata
 from pathlib import Path
 
-from .runner import Results
-from .verdicts import NOT_DECLARED, NOT_RUN, NOT_TESTABLE, Verdict
+from elmo_conformance import __version__
+from elmo_conformance.resources import project_root, spec_version
 
-REPO = Path(__file__).resolve().parents[2]
+from .runner import Results
+from .verdicts import NOT_APPLICABLE, NOT_DECLARED, NOT_RUN, NOT_TESTABLE, Verdict
+
+REPO = project_root()  # the repository root in a checkout, the package's folder when installed
 _STATUS = {"Equivalent": "Ignored", NOT_TESTABLE: "Ignored"}
 
 
@@ -91,13 +93,6 @@ def test_files(results: Results) -> dict:
     return files
 
 
-def _suite_version() -> str:
-    try:
-        return tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
-    except (OSError, KeyError, tomllib.TOMLDecodeError):
-        return "unknown"
-
-
 def _versions() -> dict[str, str]:
     versions = {"python": platform.python_version()}
     for package in ("pytest", "hypothesis", "numpy", "torch", "jax"):
@@ -122,7 +117,7 @@ def report(results: Results, verdicts: list[Verdict]) -> dict:
     unlisted = []
     sourceless: dict[str, list[Verdict]] = {}
     for v in verdicts:
-        if v.status in (NOT_DECLARED, NOT_RUN) or v.info is None:
+        if v.status in (NOT_DECLARED, NOT_RUN, NOT_APPLICABLE) or v.info is None:
             unlisted.append({"adapter": v.adapter, "impl": v.impl, "mutant": v.mutant, "status": v.status})
             continue
         if v.info.file is None:
@@ -141,7 +136,7 @@ def report(results: Results, verdicts: list[Verdict]) -> dict:
         "projectRoot": REPO.as_posix(),
         "files": files,
         "testFiles": test_files(results),
-        "framework": {"name": "elmo-conformance mutants", "version": _suite_version(), "dependencies": _versions()},
+        "framework": {"name": "elmo-conformance mutants", "version": __version__, "dependencies": _versions()},
         "performance": {
             "setup": 0,
             "initialRun": round(t.get("baseline", 0.0) * 1000),
@@ -153,6 +148,8 @@ def report(results: Results, verdicts: list[Verdict]) -> dict:
             "cpu": {"logicalCores": os.cpu_count() or 1},
         },
         "config": {
+            "suiteVersion": __version__,
+            "specVersion": spec_version(),
             "impls": list(results.options.impls),
             "failFast": results.options.fail_fast,
             "workers": results.options.workers,

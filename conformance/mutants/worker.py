@@ -21,6 +21,8 @@ from hypothesis import Phase, settings
 
 import elmo_conformance.conformance.plugin  # noqa: F401  (registers the harness's "conformance" Hypothesis profile)
 from elmo_conformance.conformance.loading import AdapterLoadError, load_adapter, load_mutant
+from elmo_conformance.conformance.protocol import protocol
+from elmo_conformance.resources import pytest_config_args
 
 from .collector import Collector, Coverage, Send
 from .declared import declared_mutants, describe
@@ -53,8 +55,12 @@ class MutantJob:
 def _pytest_args(impl: str, mutant: str | None = None) -> list[str]:
     # unraisableexception runs gc.collect() five times per session: about a second once torch is loaded.
     args = [str(SUITE), "--impl", impl, "-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:unraisableexception"]
+    args += pytest_config_args()  # the suite's own pytest configuration, not the working directory's
     args += ["--hypothesis-profile", PROFILE]
-    return args + (["--mutant", mutant] if mutant else [])
+    # In-process: the worker is the isolation (a hang or crash costs the worker, not the run), and
+    # a mutant's `replaces` coverage needs its code to run in this process.
+    args += ["--in-process"]
+    return args + (["--mutant", mutant] if mutant is not None else [])
 
 
 def _register_profile() -> None:
@@ -67,7 +73,11 @@ def run_baseline(job: BaselineJob, send: Send) -> Baseline:
     try:
         loaded = load_adapter(job.impl)
         baseline.name, baseline.unavailable = loaded.name, loaded.unavailable
+        baseline.components = tuple(sorted(protocol().components_of(loaded.capabilities)))
         baseline.mutants = [describe(key, factory) for key, factory in declared_mutants(loaded.adapter).items()]
+        if any(not info.id.strip() for info in baseline.mutants):
+            baseline.error = f"--impl {job.impl}: `mutants` declares an empty id; a mutant id names the mutant (§11)"
+            return baseline
     except AdapterLoadError as exc:
         baseline.error = str(exc)
         return baseline
