@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
+from .report import margins
 from .spec import describe
 
 
@@ -23,26 +24,41 @@ def _where(index: tuple[int, ...]) -> str:
 def assert_close(
     actual: np.ndarray, expected: np.ndarray, tol: dict[str, float], what: str, sections: Sequence[str]
 ) -> None:
-    """|actual - expected| <= atol + rtol |expected| elementwise (§10), with the worst element shown."""
+    """|actual - expected| <= atol + rtol |expected| elementwise (§10), with the worst element shown.
+
+    When `tol` is a `margins.Tolerance` (what `Case.tol` returns), the comparison's margin, max
+    |a - e| / (atol + rtol |e|), is recorded for the report, whether it passes or fails.
+    """
     __tracebackhide__ = True
     actual = np.asarray(actual)
     expected = np.asarray(expected)
     if actual.shape != expected.shape:
+        margins.record(actual, expected, tol, what, failed=True)
         fail(sections, f"{what}: expected shape {list(expected.shape)}, got {list(actual.shape)}")
     a, e = actual.astype(np.float64), expected.astype(np.float64)
-    excess = np.abs(a - e) - (tol["atol"] + tol["rtol"] * np.abs(e))
+    with np.errstate(all="ignore"):  # inf - inf or an overflow is a difference to report, not a warning
+        excess = np.abs(a - e) - (tol["atol"] + tol["rtol"] * np.abs(e))
     bad = ~(excess <= 0)  # NaN counts as bad
+    margins.record(a, e, tol, what, failed=bool(bad.any()))
     if not bad.any():
         return
     worst = np.unravel_index(np.nanargmax(np.where(bad, np.nan_to_num(excess, nan=np.inf), -np.inf)), a.shape)
-    abs_err = np.abs(a - e)
-    rel_err = abs_err / np.maximum(np.abs(e), np.finfo(np.float64).tiny)
+    with np.errstate(all="ignore"):
+        abs_err = np.abs(a - e)
+        rel_err = abs_err[e != 0] / np.abs(e[e != 0])  # where the expected value is 0 it has no relative error
+    rel = f"max rel error {_largest(rel_err):.3g}" if rel_err.size else "no rel error: every expected value is 0"
     fail(
         sections,
         f"{what}: {int(bad.sum())} of {a.size} values differ beyond rtol={tol['rtol']:g}, atol={tol['atol']:g}; "
         f"worst at {_where(tuple(int(i) for i in worst))}: got {float(a[worst])!r}, expected {float(e[worst])!r} "
-        f"(max abs error {np.nanmax(abs_err):.3g}, max rel error {np.nanmax(rel_err):.3g})",
+        f"(max abs error {_largest(abs_err):.3g}, {rel})",
     )
+
+
+def _largest(x: np.ndarray) -> float:
+    """The largest value that is not NaN (NaN when there is none), without NumPy's warning."""
+    x = x[~np.isnan(x)]
+    return float(x.max()) if x.size else float("nan")
 
 
 def assert_bitwise(actual: np.ndarray, expected: np.ndarray, what: str, sections: Sequence[str]) -> None:

@@ -2,7 +2,8 @@
 dtype, printed at the end of a run and written as JSON with `--pass-table PATH`.
 
 A cell counts the outcomes of that test's cases in that column: `pass`, `FAIL`, `XPASS` (a strict
-expected failure that passed, a failure too), `xfail`, `skip`; the count is left out when it is 1
+expected failure that passed, a failure too), `xfail`, `skip`, `n/i` (not implemented: the test
+calls a component the adapter does not declare, §11); the count is left out when it is 1
 (`pass`, `97 pass`, `94 pass 3 FAIL`), and `-` means the test has no case there. Tests that do not
 take an adapter (checks of the suite's own tables) get the column `suite`.
 """
@@ -16,9 +17,13 @@ from pathlib import Path
 
 import pytest
 
+from elmo_conformance import __version__
+from elmo_conformance.resources import spec_version
+
 from .loading import LoadedAdapter
 
-KINDS = ("FAIL", "XPASS", "xfail", "skip", "pass")  # the order within a cell: worst first
+KINDS = ("FAIL", "XPASS", "xfail", "skip", "n/i", "pass")  # the order within a cell: worst first
+NOT_IMPLEMENTED = "n/i"
 SUITE = "suite"
 
 
@@ -26,6 +31,8 @@ def kind(result: dict) -> str:
     """A Recorder result's outcome as a cell word."""
     if result["outcome"] == "failed":
         return "XPASS" if (result.get("message") or "").startswith("[XPASS(strict)]") else "FAIL"
+    if result["outcome"] == "skipped" and result.get("not_implemented"):
+        return NOT_IMPLEMENTED
     return {"passed": "pass", "skipped": "skip", "xfailed": "xfail"}[result["outcome"]]
 
 
@@ -53,6 +60,7 @@ def table(adapters: Sequence[LoadedAdapter], dtypes: Sequence[str], results: lis
     rows: dict[str, dict] = {}
     totals: dict[str, Counter] = {col["case"]: Counter() for col in cols}
     skip_reasons: dict[str, Counter] = {col["case"]: Counter() for col in cols}
+    not_implemented: dict[str, Counter] = {col["case"]: Counter() for col in cols}
     for result in results:
         column = result["case"] or SUITE
         if column not in totals:
@@ -63,6 +71,8 @@ def table(adapters: Sequence[LoadedAdapter], dtypes: Sequence[str], results: lis
         totals[column][word] += 1
         if word == "skip":
             skip_reasons[column][(result.get("message") or "").removeprefix("Skipped: ")] += 1
+        elif word == NOT_IMPLEMENTED:
+            not_implemented[column][", ".join(result["not_implemented"])] += 1
     ordered = sorted(
         rows.values(), key=lambda r: (_section_key(r["sections"][0]) if r["sections"] else (999,), r["test"])
     )
@@ -71,6 +81,7 @@ def table(adapters: Sequence[LoadedAdapter], dtypes: Sequence[str], results: lis
         "rows": [{**row, "cells": {c: dict(n) for c, n in row["cells"].items()}} for row in ordered],
         "totals": {column: dict(counts) for column, counts in totals.items()},
         "skip_reasons": {column: dict(counts) for column, counts in skip_reasons.items() if counts},
+        "not_implemented": {column: dict(counts) for column, counts in not_implemented.items() if counts},
     }
 
 
@@ -101,6 +112,10 @@ def render(data: dict) -> list[str]:
     for column, reasons in data["skip_reasons"].items():
         for reason, n in sorted(reasons.items(), key=lambda item: -item[1]):
             lines.append(f"skipped in {column}: {n} x {reason}")
+    for column, absent in data.get("not_implemented", {}).items():
+        for names, n in sorted(absent.items(), key=lambda item: -item[1]):
+            noun = "components" if "," in names else "component"
+            lines.append(f"not implemented in {column}: {n} x {noun} {names} not declared (§11)")
     return lines
 
 
@@ -119,7 +134,8 @@ class PassTable:
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         path = self.config.getoption("pass_table", None)
         if path:
-            data = {"suite": "elmo-conformance", "spec_version": "1.0", "exit_status": int(exitstatus), **self._data()}
+            versions = {"suite_version": __version__, "spec_version": spec_version()}
+            data = {"suite": "elmo-conformance", **versions, "exit_status": int(exitstatus), **self._data()}
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             Path(path).write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
 

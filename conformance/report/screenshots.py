@@ -1,0 +1,59 @@
+"""The README's pictures of the two pages, made by the project's own code: `python -m
+elmo_conformance.conformance.report.screenshots` runs the suite on the reference and on a broken
+adapter (tests/broken/raises.py) and writes docs/report.png, then the dashboard of numpy, torch and
+jax (those installed; or the --reports given) with the broken one, and writes docs/dashboard.png,
+each by headless Chromium's --screenshot."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from .browser import screenshot
+from .dashboard import read
+from .render import dashboard_page, write
+
+ROOT = Path(__file__).resolve().parents[2]
+BROKEN = ROOT / "tests" / "broken" / "raises.py"
+
+
+def run_suite(report: Path, *args: str) -> Path:
+    """`pytest conformance --report REPORT ARGS` from the checkout; the report, which it must write."""
+    command = [sys.executable, "-m", "pytest", "conformance", "-q", "-p", "no:cacheprovider", "--report", str(report)]
+    done = subprocess.run([*command, *args], cwd=ROOT, capture_output=True, text=True)
+    if not report.is_file() or done.returncode not in (0, 1):
+        raise SystemExit(f"the suite did not write {report} (exit {done.returncode}):\n{done.stdout[-3000:]}")
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=str(ROOT / "docs"), help="folder of report.png and dashboard.png")
+    parser.add_argument("--reports", nargs="*", default=None, help="the dashboard's reports (default: run them)")
+    parser.add_argument("--mutants", action="append", default=[], help="mutation-report.json for the dashboard")
+    parser.add_argument("--pytest-arg", action="append", default=[], help="passed on to the run of the report page")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    with tempfile.TemporaryDirectory(prefix="elmo-screenshots-") as tmp:
+        work = Path(tmp)
+        run_suite(work / "run.json", "--impl", "numpy", "--impl", str(BROKEN), "--dtype", "float64", *args.pytest_arg)
+        page = work / "run.html"  # written beside run.json
+        print("report page:", screenshot(f"{page.as_uri()}#failures", out / "report.png", 1400, 1250))
+        reports = [Path(r) for r in args.reports] if args.reports is not None else []
+        if args.reports is None:
+            for impl in ("numpy", "torch", "jax"):
+                if impl == "numpy" or importlib.util.find_spec(impl) is not None:
+                    reports.append(run_suite(work / f"{impl}.json", "--impl", impl))
+            reports.append(run_suite(work / "raises.json", "--impl", str(BROKEN)))
+        board = write(dashboard_page(read(reports, args.mutants)), work / "dashboard.html")
+        print("dashboard:", screenshot(board, out / "dashboard.png", 1400, 2000))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
