@@ -11,7 +11,11 @@ from elmo_conformance import reference
 from elmo_conformance.conformance.case import Case
 from elmo_conformance.conformance.checks import assert_bitwise, assert_close, fail
 from elmo_conformance.conformance.data import random_bilm, real_mask, widen
+from elmo_conformance.conformance.diagnose import check_bilm_layers
+from elmo_conformance.conformance.protocol import ResultChecker, bind_symbols, protocol
 from elmo_conformance.conformance.strategies import bilm_config
+
+pytestmark = pytest.mark.components("bilm")
 
 # Three layers, so that a defect confined to layers k >= 2 (§3.2) shows.
 VOCAB, D, N_LAYERS = 9, 4, 3
@@ -112,6 +116,60 @@ def test_padding_never_leaks(case: Case, data: st.DataObject) -> None:
     check_rows_alone(case, params, ids, lengths_, layers, "3.4")
 
 
+@pytest.mark.spec("3.4", "3.5")
+def test_padding_is_selected_not_multiplied(case: Case) -> None:
+    """Finite, valid parameters that make every computation at a padded position NaN: the padded
+    positions read an embedding row of the dtype's largest value, whose input projection is +inf
+    in the forget gates of layer 1, while those gates' recurrent projection is -inf once the state
+    is positive (at real positions the other gates saturate, so every state there is tanh(1) > 0
+    and the forget gate just closes). The returned layers are still exactly 0 there, the logits
+    are c, and nothing differs from the same batch with ordinary padding (§3.4)."""
+    lengths_list = [5, 3, 1, 5]
+    params, ids, lengths = random_bilm(13, VOCAB, D, N_LAYERS, lengths_list)
+    params = case.cast(params)
+    huge = VOCAB - 1  # the embedding row only padded positions read
+    big = np.finfo(case.dtype).max
+    params["embedding"][huge] = big
+    forget, others = slice(D, 2 * D), (slice(0, D), slice(2 * D, 3 * D), slice(3 * D, 4 * D))
+    for direction in ("fwd", "bwd"):
+        params[f"{direction}.0.weight_ih"][forget] = 2.0  # 2 · max · d: +inf at padded positions only
+        params[f"{direction}.0.weight_hh"][forget] = -big  # -inf whenever the previous state is positive
+        for gate in others:  # i, g, o saturate at 1: every real state is o · tanh(c) = tanh(1) > 0
+            params[f"{direction}.0.bias_ih"][gate] = params[f"{direction}.0.bias_hh"][gate] = 500.0
+    mask = real_mask(lengths, ids.shape[1])
+    ordinary = np.where(mask, ids % huge, 0)
+    overflowing = np.where(mask, ids % huge, huge)
+    with np.errstate(all="ignore"):  # an in-process adapter computing at padded positions overflows, by design
+        clean = case.bilm_layers(params, ordinary, lengths)
+        raw = case.call("bilm_layers", ("3.4",), params, overflowing, lengths)
+        if isinstance(raw, list | tuple):
+            for k, layer in enumerate(raw):
+                if isinstance(layer, np.ndarray) and layer.shape == clean[k].shape and not np.all(layer[~mask] == 0):
+                    b, t = np.argwhere(~mask & ~np.all(layer == 0, axis=-1))[0]
+                    fail(
+                        ("3.4",),
+                        f"R^{k} at padded position [{b}, {t}] is {layer[b, t].tolist()}, expected exactly 0 (lengths "
+                        f"{lengths_list}; the embedding row read there makes the padded computation NaN): padded "
+                        "positions must be selected (where), not multiplied by a mask, since NaN · 0 is NaN",
+                    )
+        layers = checked_result(case, "bilm_layers", raw, params, overflowing, lengths)
+        for k, (got, want) in enumerate(zip(layers, clean)):
+            assert_bitwise(got, want, f"R^{k} with overflowing padding vs ordinary padding", ("3.4",))
+        fwd, bwd = case.bilm_logits(params, overflowing, lengths)
+        for name, logits, want in zip(("fwd", "bwd"), (fwd, bwd), case.bilm_logits(params, ordinary, lengths)):
+            assert_bitwise(logits, want, f"{name} logits with overflowing padding vs ordinary padding", ("3.4", "3.5"))
+        loss, want_loss = case.bilm_loss(params, overflowing, lengths), case.bilm_loss(params, ordinary, lengths)
+    if loss != want_loss:
+        fail(("3.4", "4.2"), f"bilm_loss with overflowing padding is {loss!r}, with ordinary padding {want_loss!r}")
+
+
+def checked_result(case: Case, function: str, result: object, *args: object) -> object:
+    """A result obtained with `case.call`, checked as a guarded call checks it (spec/protocol.json)."""
+    spec = protocol().functions[function]
+    bound = spec.bind_arguments(args, {})
+    return ResultChecker(spec, bind_symbols(spec, bound), case.dtype, bound.get("params"), fail).check(result)
+
+
 @pytest.mark.spec("3.3", "3.4")
 def test_batch_order_does_not_matter(case: Case) -> None:
     """Permuting the rows of a batch permutes the layers and nothing else."""
@@ -136,6 +194,24 @@ def test_logits_use_the_shared_output_layer(case: Case) -> None:
     assert_close(bwd, top[..., D:] @ weight.T + bias, case.tol("logits"), "bwd logits against W_out b^L + c", ("3.5",))
 
 
+@pytest.mark.spec("2.1", "3.4", "3.5", "4.2")
+def test_a_single_layer_bilm(case: Case) -> None:
+    """L = 1 (the smallest biLM, §1.1): [R^0, R^1], both logits from R^1 and the loss, against the
+    reference, with a row of length 1 and padded rows."""
+    lengths_list = [4, 1, 3, 4]
+    params, ids, lengths = random_bilm(14, 7, 3, 1, lengths_list)
+    params = case.cast(params)
+    context = f"with L = 1 (lengths {lengths_list})"
+    layers = case.bilm_layers(params, ids, lengths)
+    check_bilm_layers(case, layers, reference.bilm_layers(widen(params), ids, lengths), lengths, context)
+    expected = reference.bilm_logits(widen(params), ids, lengths)
+    for name, got, want in zip(("fwd", "bwd"), case.bilm_logits(params, ids, lengths), expected):
+        assert_close(got, want, case.tol("logits"), f"{name} logits {context}", ("3.5",))
+    loss = np.array(case.bilm_loss(params, ids, lengths))
+    want_loss = np.array(reference.bilm_loss(widen(params), ids, lengths))
+    assert_close(loss, want_loss, case.tol("loss"), f"bilm_loss {context}", ("4.2",))
+
+
 @pytest.mark.spec("3.1", "3.2", "3.3", "3.4", "3.5")
 @given(data=st.data())
 def test_layers_and_logits_match_reference(case: Case, data: st.DataObject) -> None:
@@ -144,8 +220,7 @@ def test_layers_and_logits_match_reference(case: Case, data: st.DataObject) -> N
     params, ids, lengths = config.build()
     params = case.cast(params)
     expected = reference.bilm_layers(widen(params), ids, lengths)
-    for k, (got, want) in enumerate(zip(case.bilm_layers(params, ids, lengths), expected)):
-        assert_close(got, want, case.tol("layers"), f"R^{k} for {config}", ("3.4",))
+    check_bilm_layers(case, case.bilm_layers(params, ids, lengths), expected, lengths, f"for {config}")
     for name, got, want in zip(
         ("fwd", "bwd"), case.bilm_logits(params, ids, lengths), reference.bilm_logits(widen(params), ids, lengths)
     ):

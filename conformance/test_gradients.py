@@ -15,7 +15,7 @@ from elmo_conformance.conformance.checks import assert_close, fail
 from elmo_conformance.conformance.data import random_bilm, real_mask, widen
 from elmo_conformance.conformance.strategies import bilm_config
 
-pytestmark = pytest.mark.requires("grad")
+pytestmark = [pytest.mark.requires("grad"), pytest.mark.components("bilm")]
 
 
 def sampled_indices(shape: tuple[int, ...], rng: np.random.Generator, count: int = 4) -> list[tuple[int, ...]]:

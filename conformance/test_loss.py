@@ -13,6 +13,8 @@ from elmo_conformance.conformance.checks import assert_close, fail
 from elmo_conformance.conformance.data import random_bilm, widen
 from elmo_conformance.conformance.strategies import bilm_config
 
+pytestmark = pytest.mark.components("bilm")
+
 
 def cross_entropy(logits: np.ndarray, target: int) -> float:
     z = logits - logits.max()
@@ -71,7 +73,9 @@ def test_bilm_loss_targets(case: Case) -> None:
 @given(data=st.data())
 def test_loss_matches_reference(case: Case, data: st.DataObject) -> None:
     """Differential: the adapter's loss equals the reference's on random configurations."""
-    config = bilm_config(data, min_length=2)
+    # Logits in the thousands overflow exp unless the log-sum-exp is shifted (§4.2). Only in float64: in
+    # float32 such logits carry absolute rounding errors beyond the loss tolerance of §10.
+    config = bilm_config(data, min_length=2, logit_scales=(1.0, 5000.0) if case.dtype == np.float64 else (1.0,))
     params, ids, lengths = config.build()
     params = case.cast(params)
     want = reference.bilm_loss(widen(params), ids, lengths)

@@ -11,7 +11,10 @@ from elmo_conformance import reference
 from elmo_conformance.conformance.case import Case
 from elmo_conformance.conformance.checks import assert_close, fail
 from elmo_conformance.conformance.data import scalar_mix_examples, widen
+from elmo_conformance.conformance.diagnose import close, mix_hint, mix_sections
 from elmo_conformance.conformance.strategies import mix_inputs
+
+pytestmark = pytest.mark.components("scalar_mix")
 
 
 def measured_weights(case: Case, s: np.ndarray) -> np.ndarray:
@@ -27,6 +30,11 @@ def test_hand_example_scalar_mix(case: Case) -> None:
         s = np.array(example["s"], dtype=np.float64)
         gamma = np.atleast_1d(np.array(example["gamma"], dtype=np.float64))
         layers = [np.array(layer, dtype=np.float64) for layer in example["layers"]]
+        out = case.scalar_mix(case.cast(s), case.cast(gamma), case.cast(layers))
+        expected = np.array(example["mix"])
+        hint = "" if close(out, expected, case.tol("mix")) else mix_hint(s, gamma, layers, out)
+        if "layer-normalized" in hint:  # before the weights: unit vectors normalized are no longer unit vectors
+            fail(mix_sections(hint), f"{name}: got {out.tolist()}, expected {expected.tolist()}: {hint}")
         weights = measured_weights(case, s)
         if np.allclose(weights, s, atol=1e-3) and not np.allclose(s, example["weights"], atol=1e-3):
             fail(
@@ -35,15 +43,14 @@ def test_hand_example_scalar_mix(case: Case) -> None:
             )
         assert_close(weights, np.array(example["weights"]), case.tol("mix"), f"{name}: softmax(s)", ("5.1",))
 
-        out = case.scalar_mix(case.cast(s), case.cast(gamma), case.cast(layers))
-        expected = np.array(example["mix"])
         if "raw_scalar_mix" in example and np.allclose(out, example["raw_scalar_mix"], rtol=1e-3):
             fail(
                 ("5.1",), f"{name}: got {out.tolist()}, the mix with the raw s as weights; expected {expected.tolist()}"
             )
         if gamma[0] != 1 and np.allclose(out, expected / gamma[0], rtol=1e-4):
             fail(("5.2",), f"{name}: got {out.tolist()}, the mix without γ = {gamma[0]}; expected {expected.tolist()}")
-        assert_close(out, expected, case.tol("mix"), f"{name}: γ Σ w_k R^k", ("5.2",))
+        what = f"{name}: γ Σ w_k R^k" + (f" ({hint})" if hint else "")
+        assert_close(out, expected, case.tol("mix"), what, mix_sections(hint))
 
 
 def central_difference(f, x: np.ndarray, index: tuple[int, ...], eps: float = 1e-6) -> float:
@@ -109,13 +116,42 @@ def test_scalar_mix_is_stable_for_large_s(case: Case) -> None:
     assert_close(out, 1.5 * np.full(3, 2.0), case.tol("mix"), "mix at s = (-1000, -1000, -1000)", ("5.4",))
 
 
+@pytest.mark.spec("5.2", "6.3")
+def test_scalar_mix_over_any_layer_shape(case: Case) -> None:
+    """The mix is elementwise (§5.2): 0-d layers (one number each) and 1-d layers (one token's
+    vector) mix like any other, and the result has the shape of one layer, a 0-d array included."""
+    s, gamma = np.array([0.0, np.log(3.0)]), np.array([2.0])
+    weights = np.array([0.25, 0.75])  # softmax(0, ln 3), the worked example of §5.2
+    for layers in ([np.array(1.0), np.array(5.0)], [np.array([1.0, 2.0]), np.array([5.0, 6.0])]):
+        shape = list(layers[0].shape)
+        expected = 2.0 * (weights[0] * layers[0] + weights[1] * layers[1])
+        out = case.scalar_mix(case.cast(s), case.cast(gamma), case.cast(layers))
+        assert_close(out, expected, case.tol("mix"), f"γ Σ w_k R^k over layers of shape {shape}", ("5.2",))
+        if "grad" not in case.impl.capabilities:
+            continue
+        g_out = np.full(layers[0].shape, 0.5)
+        e_s, e_gamma, e_layers = reference.scalar_mix_vjp(s, gamma, layers, g_out)
+        g_s, g_gamma, g_layers = case.scalar_mix_vjp(
+            case.cast(s), case.cast(gamma), case.cast(layers), case.cast(g_out)
+        )
+        assert_close(g_s, e_s, case.tol("mix_vjp"), f"g_s over layers of shape {shape}", ("6.3",))
+        assert_close(g_gamma, e_gamma, case.tol("mix_vjp"), f"g_gamma over layers of shape {shape}", ("6.3",))
+        for k, (got, want) in enumerate(zip(g_layers, e_layers)):
+            assert_close(got, want, case.tol("mix_vjp"), f"g_layers[{k}] over layers of shape {shape}", ("6.3",))
+
+
 @pytest.mark.spec("5.1", "5.2")
 @given(data=st.data())
 def test_scalar_mix_matches_reference(case: Case, data: st.DataObject) -> None:
     """Differential: the adapter's mix equals the reference's on random inputs."""
     s, gamma, layers, _ = (case.cast(x) for x in mix_inputs(data))
     expected = reference.scalar_mix(widen(s), widen(gamma), widen(layers))
-    assert_close(case.scalar_mix(s, gamma, layers), expected, case.tol("mix"), "scalar_mix", ("5.2",))
+    out = case.scalar_mix(s, gamma, layers)
+    hint = "" if close(out, expected, case.tol("mix")) else mix_hint(s, gamma, layers, out)
+    what = (
+        f"scalar_mix for s = {s.tolist()}, γ = {gamma.tolist()}, {len(layers)} layers of shape {list(layers[0].shape)}"
+    )
+    assert_close(out, expected, case.tol("mix"), what + (f" ({hint})" if hint else ""), mix_sections(hint))
 
 
 @pytest.mark.spec("6.3")
@@ -127,7 +163,8 @@ def test_scalar_mix_vjp_matches_reference(case: Case, data: st.DataObject) -> No
     e_s, e_gamma, e_layers = reference.scalar_mix_vjp(widen(s), widen(gamma), widen(layers), widen(g_out))
     g_s, g_gamma, g_layers = case.scalar_mix_vjp(s, gamma, layers, g_out)
     tol = case.tol("mix_vjp")
-    assert_close(g_s, e_s, tol, "g_s", ("6.3",))
-    assert_close(g_gamma, e_gamma, tol, "g_gamma", ("6.3",))
+    where = f"for s = {s.tolist()}, γ = {gamma.tolist()}, {len(layers)} layers of shape {list(layers[0].shape)}"
+    assert_close(g_s, e_s, tol, f"g_s {where}", ("6.3",))
+    assert_close(g_gamma, e_gamma, tol, f"g_gamma {where}", ("6.3",))
     for k, (got, want) in enumerate(zip(g_layers, e_layers)):
-        assert_close(got, want, tol, f"g_layers[{k}]", ("6.3",))
+        assert_close(got, want, tol, f"g_layers[{k}] {where}", ("6.3",))

@@ -1,321 +1,36 @@
-"""§8 Input validation: every row of the table, for every function it names."""
+"""§8 Input validation: every row of the table, for every function it names (conformance/bad_inputs.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, replace
-
-import numpy as np
 import pytest
 
+from elmo_conformance.conformance.bad_inputs import CALLS, Bad, arguments, cast_inputs, valid_inputs
 from elmo_conformance.conformance.case import Case
-from elmo_conformance.conformance.data import random_bilm
 from elmo_conformance.conformance.protocol import protocol
 from elmo_conformance.conformance.spec import validation_rows
 
-# The function groups §8 names, from spec/protocol.json.
-BILM = protocol().group("biLM functions")
-MIX = protocol().group("ScalarMix functions")
-PROBE = protocol().group("probe functions")
+
+def _case_id(bad: Bad, function: str) -> str:
+    return f"{bad.row}-{function}-{bad.why.replace(' ', '_')}"
 
 
-@dataclass(frozen=True)
-class Inputs:
-    """One valid input of every kind, in float64; a bad case replaces one of them."""
-
-    params: dict
-    ids: np.ndarray
-    lengths: np.ndarray | None
-    g_layers: list
-    s: np.ndarray
-    gamma: np.ndarray
-    layers: list
-    g_out: np.ndarray
-    features: np.ndarray
-    labels: np.ndarray
-    n_classes: object
-    W: np.ndarray
-    b: np.ndarray
-    settings: dict
-
-
-def valid_inputs() -> Inputs:
-    params, ids, lengths = random_bilm(11, 5, 2, 2, [4, 2, 3])
-    rng = np.random.default_rng(11)
-    features = np.concatenate([rng.normal(0, 1, (4, 3)), rng.normal(3, 1, (4, 3))])
-    return Inputs(
-        params=params,
-        ids=ids,
-        lengths=lengths,
-        g_layers=[rng.standard_normal((3, 4, 4)) for _ in range(3)],
-        s=np.zeros(3),
-        gamma=np.ones(1),
-        layers=[rng.standard_normal((2, 3)) for _ in range(3)],
-        g_out=rng.standard_normal((2, 3)),
-        features=features,
-        labels=np.array([0, 0, 0, 0, 1, 1, 1, 1]),
-        n_classes=2,
-        W=rng.standard_normal((3, 2)),
-        b=np.zeros(2),
-        settings={"l2": 1e-3, "steps": 3, "lr": 0.5},
+PARAMS = [
+    pytest.param(
+        bad,
+        function,
+        id=_case_id(bad, function),
+        marks=pytest.mark.components(protocol().functions[function].component),
     )
-
-
-def arguments(function: str, x: Inputs) -> tuple[tuple, dict]:
-    """The call of `function` on inputs x: each argument of spec/protocol.json by its name (the
-    probe's settings from `x.settings`), passed as the harness passes them (§11)."""
-    spec = protocol().functions[function]
-    bound = {name: x.settings[name] if name in x.settings else getattr(x, name) for name in spec.argument_names}
-    return spec.split_call(bound)
-
-
-def with_param(x: Inputs, name: str, value: object) -> Inputs:
-    return replace(x, params={**x.params, name: value})
-
-
-def without_param(x: Inputs, name: str) -> Inputs:
-    return replace(x, params={k: v for k, v in x.params.items() if k != name})
-
-
-def with_id(x: Inputs, where: tuple[int, int], value: int) -> Inputs:
-    ids = x.ids.copy()
-    ids[where] = value
-    return replace(x, ids=ids)
-
-
-def other_float(dtype: np.dtype) -> type:
-    return np.float32 if dtype == np.float64 else np.float64
-
-
-@dataclass(frozen=True)
-class Bad:
-    row: str
-    functions: tuple[str, ...]
-    argument: str
-    why: str
-    change: Callable[[Inputs, np.dtype], Inputs]
-
-
-BAD = [
-    Bad("V01", BILM, "ids", "float ids", lambda x, dt: replace(x, ids=x.ids.astype(np.float64))),
-    Bad("V01", BILM, "ids", "1-D ids", lambda x, dt: replace(x, ids=x.ids[0], lengths=None)),
-    Bad("V01", BILM, "ids", "boolean ids", lambda x, dt: replace(x, ids=x.ids > 2)),
-    Bad("V01", BILM, "ids", "ids as a nested list", lambda x, dt: replace(x, ids=x.ids.tolist())),
-    Bad("V02", BILM, "ids", "ids with T = 0", lambda x, dt: replace(x, ids=x.ids[:, :0], lengths=None)),
-    Bad("V02", BILM, "ids", "ids with B = 0", lambda x, dt: replace(x, ids=x.ids[:0], lengths=None)),
-    Bad("V03", BILM, "ids", "an id of -1", lambda x, dt: with_id(x, (0, 0), -1)),
-    Bad("V03", BILM, "ids", "an id of V at a padded position", lambda x, dt: with_id(x, (1, 3), 5)),
-    Bad("V04", BILM, "lengths", "float lengths", lambda x, dt: replace(x, lengths=x.lengths.astype(np.float64))),
-    Bad("V04", BILM, "lengths", "lengths of length B + 1", lambda x, dt: replace(x, lengths=np.array([4, 2, 3, 1]))),
-    Bad("V04", BILM, "lengths", "2-D lengths", lambda x, dt: replace(x, lengths=x.lengths[:, None])),
-    Bad("V04", BILM, "lengths", "lengths as a list", lambda x, dt: replace(x, lengths=[4, 2, 3])),
-    Bad("V05", BILM, "lengths", "a length of 0", lambda x, dt: replace(x, lengths=np.array([4, 0, 3]))),
-    Bad("V05", BILM, "lengths", "a length of T + 1", lambda x, dt: replace(x, lengths=np.array([5, 2, 3]))),
-    Bad("V06", BILM, "fwd.1.bias_hh", "params without fwd.1.bias_hh", lambda x, dt: without_param(x, "fwd.1.bias_hh")),
-    Bad("V06", BILM, "out.bias", "params without out.bias", lambda x, dt: without_param(x, "out.bias")),
-    Bad(
-        "V07",
-        BILM,
-        "fwd.2.weight_hh",
-        "an extra fwd.2.weight_hh",
-        lambda x, dt: with_param(x, "fwd.2.weight_hh", x.params["fwd.1.weight_hh"]),
-    ),
-    Bad("V07", BILM, "dropout", "an extra entry 'dropout'", lambda x, dt: with_param(x, "dropout", np.zeros(1, dt))),
-    Bad(
-        "V08",
-        BILM,
-        "fwd.0.weight_hh",
-        "fwd.0.weight_hh of shape [4d, d + 1]",
-        lambda x, dt: with_param(x, "fwd.0.weight_hh", np.zeros((8, 3), dt)),
-    ),
-    Bad("V08", BILM, "out.bias", "out.bias of shape [V + 1]", lambda x, dt: with_param(x, "out.bias", np.zeros(6, dt))),
-    Bad(
-        "V08",
-        BILM,
-        "bwd.1.weight_ih",
-        "bwd.1.weight_ih transposed",
-        lambda x, dt: with_param(x, "bwd.1.weight_ih", x.params["bwd.1.weight_ih"].T.copy()),
-    ),
-    Bad(
-        "V08",
-        BILM,
-        "embedding",
-        "a 1-D embedding",
-        lambda x, dt: with_param(x, "embedding", x.params["embedding"].ravel()),
-    ),
-    Bad(
-        "V09",
-        BILM,
-        "bwd.1.bias_ih",
-        "an integer bwd.1.bias_ih",
-        lambda x, dt: with_param(x, "bwd.1.bias_ih", np.zeros(8, np.int64)),
-    ),
-    Bad(
-        "V09",
-        BILM,
-        "out.weight",
-        "out.weight in the other float dtype",
-        lambda x, dt: with_param(x, "out.weight", x.params["out.weight"].astype(other_float(dt))),
-    ),
-    Bad(
-        "V10",
-        ("bilm_layers_vjp",),
-        "g_layers",
-        "L arrays instead of L + 1",
-        lambda x, dt: replace(x, g_layers=x.g_layers[:-1]),
-    ),
-    Bad(
-        "V10",
-        ("bilm_layers_vjp",),
-        "g_layers",
-        "g_layers of width d",
-        lambda x, dt: replace(x, g_layers=[g[..., :2] for g in x.g_layers]),
-    ),
-    Bad(
-        "V11",
-        ("bilm_loss", "bilm_loss_grad"),
-        "lengths",
-        "every length 1",
-        lambda x, dt: replace(x, lengths=np.ones(3, np.int64)),
-    ),
-    Bad(
-        "V11",
-        ("bilm_loss", "bilm_loss_grad"),
-        "ids",
-        "T = 1, no lengths",
-        lambda x, dt: replace(x, ids=x.ids[:, :1], lengths=None),
-    ),
-    Bad("V12", MIX, "layers", "no layers", lambda x, dt: replace(x, layers=[], s=np.zeros(0, dt))),
-    Bad(
-        "V12",
-        MIX,
-        "layers",
-        "layers of different shapes",
-        lambda x, dt: replace(x, layers=[*x.layers[:2], x.layers[2][:, :2]]),
-    ),
-    Bad("V12", MIX, "layers", "integer layers", lambda x, dt: replace(x, layers=[np.ones((2, 3), np.int64)] * 3)),
-    Bad(
-        "V12",
-        MIX,
-        "layers",
-        "layers of two float dtypes",
-        lambda x, dt: replace(x, layers=[*x.layers[:2], x.layers[2].astype(other_float(dt))]),
-    ),
-    Bad("V13", MIX, "s", "len(s) = number of layers + 1", lambda x, dt: replace(x, s=np.zeros(4, dt))),
-    Bad("V13", MIX, "s", "len(s) = number of layers - 1", lambda x, dt: replace(x, s=np.zeros(2, dt))),
-    Bad("V13", MIX, "s", "2-D s", lambda x, dt: replace(x, s=np.zeros((3, 1), dt))),
-    Bad("V13", MIX, "s", "integer s", lambda x, dt: replace(x, s=np.zeros(3, np.int64))),
-    Bad("V14", MIX, "gamma", "gamma of shape [2]", lambda x, dt: replace(x, gamma=np.ones(2, dt))),
-    Bad("V14", MIX, "gamma", "a NaN gamma", lambda x, dt: replace(x, gamma=np.full(1, np.nan, dt))),
-    Bad("V14", MIX, "gamma", "gamma as a Python float", lambda x, dt: replace(x, gamma=1.0)),
-    Bad("V15", ("scalar_mix_vjp",), "g_out", "g_out of another shape", lambda x, dt: replace(x, g_out=x.g_out[:, :2])),
-    Bad("V16", PROBE, "features", "1-D features", lambda x, dt: replace(x, features=x.features[:, 0])),
-    Bad(
-        "V16",
-        PROBE,
-        "features",
-        "features with a NaN",
-        lambda x, dt: replace(x, features=np.where(np.eye(8, 3) > 0, np.nan, x.features).astype(dt)),
-    ),
-    Bad(
-        "V16",
-        PROBE,
-        "features",
-        "features with an infinity",
-        lambda x, dt: replace(x, features=np.where(np.eye(8, 3) > 0, np.inf, x.features).astype(dt)),
-    ),
-    Bad("V16", PROBE, "features", "integer features", lambda x, dt: replace(x, features=x.features.astype(np.int64))),
-    Bad(
-        "V16",
-        ("fit_linear_probe",),
-        "features",
-        "N = 0",
-        lambda x, dt: replace(x, features=x.features[:0], labels=x.labels[:0]),
-    ),
-    Bad("V17", PROBE, "labels", "labels one shorter than N", lambda x, dt: replace(x, labels=x.labels[:-1])),
-    Bad("V17", PROBE, "labels", "float labels", lambda x, dt: replace(x, labels=x.labels.astype(np.float64))),
-    Bad("V17", PROBE, "labels", "2-D labels", lambda x, dt: replace(x, labels=x.labels[:, None])),
-    Bad(
-        "V18",
-        PROBE,
-        "labels",
-        "a label of -1",
-        lambda x, dt: replace(x, labels=np.where(np.arange(8) == 0, -1, x.labels)),
-    ),
-    Bad(
-        "V18",
-        PROBE,
-        "labels",
-        "a label equal to the number of classes",
-        lambda x, dt: replace(x, labels=np.where(np.arange(8) == 0, 2, x.labels)),
-    ),
-    # With one class the labels are necessarily wrong too (V18 or V20), so either name will do.
-    Bad("V19", ("fit_linear_probe",), "n_classes|labels", "n_classes = 1", lambda x, dt: replace(x, n_classes=1)),
-    Bad("V19", ("fit_linear_probe",), "n_classes", "n_classes = 2.0", lambda x, dt: replace(x, n_classes=2.0)),
-    Bad("V19", ("fit_linear_probe",), "n_classes", "n_classes = True", lambda x, dt: replace(x, n_classes=True)),
-    Bad(
-        "V20", ("fit_linear_probe",), "labels", "a single class", lambda x, dt: replace(x, labels=np.ones(8, np.int64))
-    ),
-    Bad(
-        "V21",
-        ("fit_linear_probe",),
-        "steps",
-        "steps = -1",
-        lambda x, dt: replace(x, settings={**x.settings, "steps": -1}),
-    ),
-    Bad(
-        "V21",
-        ("fit_linear_probe",),
-        "steps",
-        "steps = 2.5",
-        lambda x, dt: replace(x, settings={**x.settings, "steps": 2.5}),
-    ),
-    Bad("V22", ("fit_linear_probe",), "lr", "lr = 0", lambda x, dt: replace(x, settings={**x.settings, "lr": 0.0})),
-    Bad("V22", ("fit_linear_probe",), "lr", "lr = -0.5", lambda x, dt: replace(x, settings={**x.settings, "lr": -0.5})),
-    Bad(
-        "V22",
-        ("fit_linear_probe",),
-        "lr",
-        "lr = NaN",
-        lambda x, dt: replace(x, settings={**x.settings, "lr": float("nan")}),
-    ),
-    Bad(
-        "V23",
-        ("fit_linear_probe",),
-        "l2",
-        "l2 = -0.001",
-        lambda x, dt: replace(x, settings={**x.settings, "l2": -1e-3}),
-    ),
-    Bad(
-        "V23",
-        ("fit_linear_probe",),
-        "l2",
-        "l2 = infinity",
-        lambda x, dt: replace(x, settings={**x.settings, "l2": float("inf")}),
-    ),
-    Bad("V24", ("probe_accuracy",), "W", "W with D + 1 rows", lambda x, dt: replace(x, W=np.zeros((4, 2), dt))),
-    Bad("V24", ("probe_accuracy",), "W", "1-D W", lambda x, dt: replace(x, W=np.zeros(3, dt))),
-    Bad("V25", ("probe_accuracy",), "b", "b of length C + 1", lambda x, dt: replace(x, b=np.zeros(3, dt))),
-    Bad("V25", ("probe_accuracy",), "b", "2-D b", lambda x, dt: replace(x, b=np.zeros((1, 2), dt))),
+    for bad, function in CALLS
 ]
-
-CALLS = [(bad, function) for bad in BAD for function in bad.functions]
 
 
 @pytest.mark.spec("1.3", "8")
-@pytest.mark.parametrize("bad,function", CALLS, ids=[f"{b.row}-{f}-{b.why.replace(' ', '_')}" for b, f in CALLS])
+@pytest.mark.parametrize("bad,function", PARAMS)
 def test_rejects_bad_input(case: Case, bad: Bad, function: str) -> None:
     if protocol().functions[function].grad and "grad" not in case.impl.capabilities:
         pytest.skip(f"{case.name} does not declare the capability 'grad' (§11)")
-    valid = valid_inputs()
-    cast = replace(
-        valid,
-        **{
-            name: case.cast(getattr(valid, name))
-            for name in ("params", "g_layers", "s", "gamma", "layers", "g_out", "features", "W", "b")
-        },
-    )
-    args, kwargs = arguments(function, bad.change(cast, case.dtype))
+    args, kwargs = arguments(function, bad.change(cast_inputs(valid_inputs(), case.cast), case.dtype))
     case.rejects(function, bad.argument, f"{bad.why} ({bad.row})", ("8",), *args, **kwargs)
 
 

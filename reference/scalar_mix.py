@@ -14,10 +14,11 @@ def mix_weights(s: np.ndarray) -> np.ndarray:
 
 
 def scalar_mix(s: np.ndarray, gamma: np.ndarray, layers: list[np.ndarray]) -> np.ndarray:
-    """§5.2: γ Σ_k w_k R^k, in the layers' dtype."""
+    """§5.2: γ Σ_k w_k R^k, in the layers' dtype and of one layer's shape (a 0-d array for 0-d
+    layers: NumPy turns a product with a 0-d array into a scalar, hence `np.asarray`)."""
     stacked = validate.check_mix(s, gamma, layers)
     w = mix_weights(s.astype(stacked.dtype))
-    return gamma.astype(stacked.dtype)[0] * np.tensordot(w, stacked, axes=1)
+    return np.asarray(gamma.astype(stacked.dtype)[0] * np.tensordot(w, stacked, axes=1))
 
 
 def scalar_mix_vjp(
@@ -32,5 +33,5 @@ def scalar_mix_vjp(
     m = (stacked * g_out).reshape(len(stacked), -1).sum(axis=1)
     mu = w @ m
     g_s = scale * w * (m - mu)
-    g_layers = [scale * wk * g_out for wk in w]
+    g_layers = [np.asarray(scale * wk * g_out) for wk in w]
     return g_s, np.array([mu], dtype=stacked.dtype), g_layers

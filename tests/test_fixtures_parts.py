@@ -94,18 +94,21 @@ def runs(losses: list[float], acc_r1: float = 1.0) -> list[dict[str, float]]:
     return [{"final_loss": x, "acc_r0": 0.625, "acc_r1": acc_r1, "majority": 0.625} for x in losses]
 
 
-def test_the_loss_bar_is_the_largest_loss_plus_three_sample_std() -> None:
+def test_the_loss_band_is_the_extreme_losses_with_three_sample_std() -> None:
     rows = threshold_rows(runs([1.0, 1.1, 1.2, 1.3, 1.4]), 0.625, (0, 1, 2, 3, 4))
     std = math.sqrt((0.2**2 + 0.1**2 + 0 + 0.1**2 + 0.2**2) / 4)  # sample std, by hand
     assert rows[0][:2] == ["final_loss", "<="]
     assert rows[0][2:7] == pytest.approx([1.4 + 3 * std, 1.2, std, 5, 3 * std])
     assert rows[0][7] == "reference:seeds=0,1,2,3,4"
-    assert rows[1][:3] == ["probe_r0_accuracy", "==", 0.625] and rows[2][:3] == ["probe_r1_accuracy", ">=", 0.95]
+    assert rows[1][:2] == ["final_loss_floor", ">="], "the band's lower end (§9.3 item 1)"
+    assert rows[1][2:7] == pytest.approx([1.0 - 3 * std, 1.2, std, 5, 3 * std])
+    assert rows[2][:3] == ["probe_r0_accuracy", "==", 0.625] and rows[3][:3] == ["probe_r1_accuracy", ">=", 0.95]
 
 
 def test_a_small_spread_gets_the_margin_floor() -> None:
     rows = threshold_rows(runs([0.60, 0.61, 0.60]), 0.625, (0, 1, 2))
     assert rows[0][2] == pytest.approx(0.61 + 0.05) and rows[0][6] == 0.05
+    assert rows[1][2] == pytest.approx(0.60 - 0.05) and rows[1][6] == 0.05
 
 
 def test_a_reference_that_misses_the_r1_bar_stops_the_derivation() -> None:

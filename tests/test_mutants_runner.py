@@ -61,7 +61,7 @@ def test_a_third_party_adapters_mutants_extras_included_are_run_and_judged(examp
     assert "the equivalence pre-check" in mutants["x-hang"]["statusReason"]
     assert "the worker process exited with code 3" in mutants["x-crash"]["statusReason"]
     assert "equivalence pre-check" in mutants["x-same"]["statusReason"]
-    assert "probe_accuracy(): float64 instead of float" in mutants["x-numpy-scalar"]["statusReason"]
+    assert "probe_accuracy() in float64: float64 instead of float" in mutants["x-numpy-scalar"]["statusReason"]
     assert len(mutants["x-rowmeans"]["coveredBy"]) == mutants["x-rowmeans"]["testsCompleted"] > 200
     not_listed = {(m["mutant"], m["status"]) for m in report["config"]["notListed"]}
     assert not_listed == {(f"s{n:02}", "NotDeclared") for n in range(3, 11)}

@@ -55,8 +55,12 @@ def test_the_suite_gives_the_same_verdicts_through_the_protocol(impl: str, tmp_p
     direct = suite_outcomes(impl, tmp_path, "in-process")
     through = suite_outcomes(served(impl), tmp_path, "served")
     assert set(direct.values()) <= {"passed", "skipped"}, "the built-in adapters pass everything"
-    differ = {nodeid: (outcome, through.get(nodeid)) for nodeid, outcome in direct.items() if through.get(nodeid) != outcome}
-    assert not differ and len(through) == len(direct), differ
+    differ = [
+        f"{nodeid}: {outcome} in-process, {through.get(nodeid)} through the protocol"
+        for nodeid, outcome in direct.items()
+        if through.get(nodeid) != outcome
+    ]
+    assert not differ and len(through) == len(direct), "\n".join(differ)
 
 
 @pytest.mark.parametrize("impl", IMPLS)
@@ -66,5 +70,11 @@ def test_the_mutation_matrix_gives_the_same_verdicts_through_the_protocol(impl: 
     code, through, output = mutation_verdicts(served(impl), tmp_path, "served")
     assert code == 0, output[-4000:]
     assert sorted(through) == sorted(direct)
-    differ = {key: (direct[key], through[key]) for key in direct if direct[key] != through[key]}
-    assert not differ, differ
+    differ = [
+        f"{key}: {direct[key][0]} in-process, {through[key][0]} through the protocol; killed only in-process by "
+        f"{sorted(set(direct[key][1]) - set(through[key][1]))}, only through the protocol by "
+        f"{sorted(set(through[key][1]) - set(direct[key][1]))}"
+        for key in direct
+        if direct[key] != through[key]
+    ]
+    assert not differ, "\n".join(differ)

@@ -19,7 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 FAULTY = ROOT / "tests" / "faulty" / "program.py"
-# Three tests in file order: test_r0 makes 1 call, test_calls_are_deterministic 11 (its 5th is
+# Three tests in file order: test_r0 makes 1 call, test_calls_are_deterministic 15 (its 5th is
 # bilm_logits), test_hand_example_scalar_mix 2.
 SELECTION = ["--dtype", "float64", "-k", "test_r0_repeats or test_calls_are or test_hand_example_scalar"]
 

@@ -92,7 +92,7 @@ class JaxAdapter:
         self._mix = _jit(mix.mix)
         self._mix_vjp = _jit(mix_vjp)
         self._fit = _jit(probe.fit, static_argnums=2)  # n_classes fixes the shapes
-        self._accuracy = _jit(probe.accuracy)
+        self._correct = _jit(probe.correct)
         self._compiled: set[tuple] = set()
 
     def _run(self, function: Any, *args: Any) -> Any:
@@ -182,4 +182,5 @@ class JaxAdapter:
         n_classes = validate.check_probe_weights(W, b, X.shape[1])
         y = validate.check_labels(labels, len(X), n_classes)
         dtype = X.dtype
-        return float(self._run(self._accuracy, np.asarray(W, dtype), np.asarray(b, dtype), X, np.asarray(y, np.int64)))
+        correct = self._run(self._correct, np.asarray(W, dtype), np.asarray(b, dtype), X, np.asarray(y, np.int64))
+        return int(correct) / len(X)

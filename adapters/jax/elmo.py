@@ -199,6 +199,8 @@ class LinearProbe:
         V, a = lax.fori_loop(0, steps, lambda _, va: self.step(*va, Z, Y, l2, lr), start)
         return self.fold_back(V, a, mu, sigma)
 
-    def accuracy(self, W: Array, b: Array, X: Array, labels: Array) -> Array:
-        """The fraction of rows whose argmax of X W + b (the lowest index on ties) is the label (§7.5)."""
-        return jnp.mean(jnp.argmax(X @ W + b, axis=1) == labels)
+    def correct(self, W: Array, b: Array, X: Array, labels: Array) -> Array:
+        """The number of rows whose argmax of X W + b (the lowest index on ties) is the label (§7.5);
+        the accuracy is this count over the number of rows, divided exactly, not in the features'
+        dtype (a float32 mean of 3 of 13 is not 3/13)."""
+        return jnp.sum(jnp.argmax(X @ W + b, axis=1) == labels)

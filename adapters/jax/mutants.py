@@ -1,17 +1,29 @@
-"""The catalog mutants s01-s10 (spec §13) of the JAX adapter, one overridden behaviour each.
+"""The catalog mutants s01-s10 (spec §13) of the JAX adapter, one overridden behaviour each, and
+three extra ones.
 
 Each mutant is a JaxAdapter whose `mix_class`, `bilm_class` or `probe_class` is a subclass of the
 clean elmo.py class overriding the one method where the defect sits; the clean code carries no
 mutant switches. `MUTANTS` maps the catalog id to the broken adapter's class (a zero-argument
 factory, §11); each instance compiles its own functions, since jit caches are per instance.
+
+The extra mutants (`x-...`, not in the catalog) each stop rejecting one kind of bad input of §8 and
+change nothing else: they exercise the equivalence pre-check's bad inputs (§13.1), which must not
+take them for equivalent ones. Each runs the clean adapter with one of the input checks it calls
+(reference/validate.py) swapped for a lenient one that lets that input through.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import numbers
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from types import MappingProxyType
+from typing import Any
 
 import jax.numpy as jnp
+import numpy as np
+
+from elmo_conformance.reference import validate
 
 from .adapter import JaxAdapter
 from .elmo import Array, BiLM, LinearProbe, ScalarMix, run
@@ -155,6 +167,88 @@ class S10Ascent(JaxAdapter):
     probe_class = GradientAscent
 
 
+# The extra mutants: one input check made lenient (§8), nothing else changed.
+
+_CLEAN_CHECKS = {name: getattr(validate, name) for name in ("check_bilm_inputs", "check_mix", "check_fit_settings")}
+
+
+@contextmanager
+def lenient(name: str, replacement: Callable) -> Iterator[None]:
+    """reference/validate.py's `name` is `replacement` inside the block."""
+    setattr(validate, name, replacement)
+    try:
+        yield
+    finally:
+        setattr(validate, name, _CLEAN_CHECKS[name])
+
+
+def _leniently(check: str, replacement: Callable, *methods: str) -> Callable[[type], type]:
+    """A class decorator: each of `methods` runs the clean one with the check swapped."""
+
+    def wrap(cls: type) -> type:
+        for method in methods:
+            clean = getattr(JaxAdapter, method)
+
+            def call(self: JaxAdapter, *args: Any, _clean: Callable = clean, **kwargs: Any) -> Any:
+                with lenient(check, replacement):
+                    return _clean(self, *args, **kwargs)
+
+            call.__name__ = call.__qualname__ = method
+            setattr(cls, method, call)
+        return cls
+
+    return wrap
+
+
+def _real_ids_only(params: Any, ids: Any, lengths: Any) -> Any:
+    """check_bilm_inputs with ids at padded positions taken as 0 when the rest is valid."""
+    if validate.is_int_array(ids) and ids.ndim == 2 and 0 not in ids.shape:
+        if validate.is_int_array(lengths) and lengths.shape == ids.shape[:1]:
+            if lengths.min() >= 1 and lengths.max() <= ids.shape[1]:
+                ids = np.where(np.arange(ids.shape[1])[None, :] < lengths[:, None], ids, 0)
+    return _CLEAN_CHECKS["check_bilm_inputs"](params, ids, lengths)
+
+
+def _any_s_dtype(s: Any, gamma: Any, layers: Any) -> Any:
+    """check_mix with an integer s taken as a float one."""
+    if validate.is_int_array(s):
+        s = s.astype(np.float64)
+    return _CLEAN_CHECKS["check_mix"](s, gamma, layers)
+
+
+def _any_lr(n_classes: Any, steps: Any, lr: Any, l2: Any) -> None:
+    """check_fit_settings without lr's range."""
+    real = isinstance(lr, numbers.Real) and not isinstance(lr, bool)
+    _CLEAN_CHECKS["check_fit_settings"](n_classes, steps, 0.5 if real else lr, l2)
+
+
+_BILM_METHODS = ("bilm_layers", "bilm_logits", "bilm_loss", "bilm_loss_grad", "bilm_layers_vjp")
+
+
+@_leniently("check_bilm_inputs", _real_ids_only, *_BILM_METHODS)
+class XPaddedIdsUnchecked(JaxAdapter):
+    """x-padded-ids-unchecked (§8 V03): ids are range-checked at real positions only, so an
+    out-of-range id in the padding reaches the embedding lookup (which JAX clamps)."""
+
+    description = "V03 checks ids at real positions only: an out-of-range id in the padding is accepted"
+
+
+@_leniently("check_mix", _any_s_dtype, "scalar_mix", "scalar_mix_vjp")
+class XIntegerSAccepted(JaxAdapter):
+    """x-integer-s-accepted (§8 V13): s is not checked to be a float array, so an integer s is
+    converted and mixed."""
+
+    description = "V13 does not check the dtype of s: an integer s is converted and mixed"
+
+
+@_leniently("check_fit_settings", _any_lr, "fit_linear_probe")
+class XLrUnchecked(JaxAdapter):
+    """x-lr-unchecked (§8 V22): lr is not checked, so 0, a negative and a NaN learning rate are used
+    as given."""
+
+    description = "V22 is not checked: a learning rate of 0, below 0 or NaN is accepted"
+
+
 MUTANTS: Mapping[str, Callable[[], JaxAdapter]] = MappingProxyType(
     {
         "s01": S01RawWeights,
@@ -167,5 +261,8 @@ MUTANTS: Mapping[str, Callable[[], JaxAdapter]] = MappingProxyType(
         "s08": S08BackwardScoresCurrent,
         "s09": S09NotFolded,
         "s10": S10Ascent,
+        "x-padded-ids-unchecked": XPaddedIdsUnchecked,
+        "x-integer-s-accepted": XIntegerSAccepted,
+        "x-lr-unchecked": XLrUnchecked,
     }
 )

@@ -1,4 +1,4 @@
-"""The catalog mutants of spec §13 (spec/mutants.json) for the numpy adapter.
+"""The catalog mutants of spec §13 (spec/mutants.json) for the numpy adapter, and three extra ones.
 
 Each mutant is the reference with one defect. Most replace one reference function while a
 protocol call runs (`Substituted`): the defect is confined to the adapter's calls, so the
@@ -6,11 +6,17 @@ conformance tests' own use of reference/ (the expected values of differential te
 and every protocol function that reaches the function (layers, logits, loss, gradients) sees the
 same defect. `replaces` names the clean functions a mutant stands in for; the mutation runner runs
 only the tests whose clean run calls one of them (spec §13.1).
+
+The extra mutants (`x-...`, not in the catalog) each stop rejecting one kind of bad input of §8 and
+change nothing else: they exercise the equivalence pre-check's bad inputs (§13.1), which must not
+take them for equivalent ones. Each replaces one input check of reference/validate.py with a
+lenient one that lets that input through to the computation.
 """
 
 from __future__ import annotations
 
 import importlib
+import numbers
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -39,6 +45,9 @@ _backward_stack = reference.bilm.backward_stack
 _reverse_padded = reference.bilm.reverse_padded
 _targets = reference.loss.targets
 _gradient_step = reference.probe.gradient_step
+_check_mix = validate.check_mix
+_check_bilm_inputs = validate.check_bilm_inputs
+_check_fit_settings = validate.check_fit_settings
 _LSTM_PARTS = ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
 
 
@@ -219,6 +228,60 @@ class S10Ascent(Substituted):
         return _gradient_step(Z, Y, V, a, l2, -lr)
 
 
+def real_ids_only(ids: object, lengths: object) -> object:
+    """ids with every padded position set to 0 when ids and lengths are otherwise valid (V01-V05),
+    so that a check of ids sees the real positions only."""
+    if not (validate.is_int_array(ids) and ids.ndim == 2 and 0 not in ids.shape):
+        return ids
+    if not (validate.is_int_array(lengths) and lengths.shape == ids.shape[:1]):
+        return ids
+    if lengths.min() < 1 or lengths.max() > ids.shape[1]:
+        return ids
+    return np.where(np.arange(ids.shape[1])[None, :] < lengths[:, None], ids, 0)
+
+
+class XPaddedIdsUnchecked(Substituted):
+    """x-padded-ids-unchecked (§8 V03): ids are range-checked at real positions only, so an
+    out-of-range id in the padding reaches the embedding lookup."""
+
+    description = "V03 checks ids at real positions only: an out-of-range id in the padding is accepted"
+
+    owner, name_replaced = validate, "check_bilm_inputs"
+
+    @staticmethod
+    def replacement(params: object, ids: object, lengths: object) -> Any:
+        return _check_bilm_inputs(params, real_ids_only(ids, lengths), lengths)
+
+
+class XIntegerSAccepted(Substituted):
+    """x-integer-s-accepted (§8 V13): s is not checked to be a float array, so an integer s is
+    converted and mixed."""
+
+    description = "V13 does not check the dtype of s: an integer s is converted and mixed"
+
+    owner, name_replaced = validate, "check_mix"
+
+    @staticmethod
+    def replacement(s: object, gamma: object, layers: object) -> np.ndarray:
+        if validate.is_int_array(s):
+            s = s.astype(np.float64)
+        return _check_mix(s, gamma, layers)
+
+
+class XLrUnchecked(Substituted):
+    """x-lr-unchecked (§8 V22): lr is not checked, so 0, a negative and a NaN learning rate are
+    used as given."""
+
+    description = "V22 is not checked: a learning rate of 0, below 0 or NaN is accepted"
+
+    owner, name_replaced = validate, "check_fit_settings"
+
+    @staticmethod
+    def replacement(n_classes: object, steps: object, lr: object, l2: object) -> None:
+        real = isinstance(lr, numbers.Real) and not isinstance(lr, bool)
+        _check_fit_settings(n_classes, steps, 0.5 if real else lr, l2)
+
+
 MUTANTS: Mapping[str, Callable[[], NumpyAdapter]] = MappingProxyType(
     {
         "s01": S01RawWeights,
@@ -231,5 +294,8 @@ MUTANTS: Mapping[str, Callable[[], NumpyAdapter]] = MappingProxyType(
         "s08": S08BackwardScoresCurrent,
         "s09": S09NotFolded,
         "s10": S10Ascent,
+        "x-padded-ids-unchecked": XPaddedIdsUnchecked,
+        "x-integer-s-accepted": XIntegerSAccepted,
+        "x-lr-unchecked": XLrUnchecked,
     }
 )

@@ -1,19 +1,30 @@
-"""The catalog mutants of spec §13 (spec/mutants.json) for the torch adapter.
+"""The catalog mutants of spec §13 (spec/mutants.json) for the torch adapter, and three extra ones.
 
 Each mutant is a TorchAdapter whose `mix_class`, `bilm_class` or `probe_class` is a subclass of
 the clean elmo.py class overriding the one small method where the defect sits. `replaces` names
 the clean method it stands in for; the mutation runner runs only the tests whose clean run calls
 it (spec §13.1).
+
+The extra mutants (`x-...`, not in the catalog) each stop rejecting one kind of bad input of §8 and
+change nothing else: they exercise the equivalence pre-check's bad inputs (§13.1), which must not
+take them for equivalent ones. Each runs the clean adapter with one of its input checks
+(validate.py, called from adapter.py) swapped for a lenient one that lets that input through.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import numbers
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from types import MappingProxyType
+from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
+from . import adapter as adapter_module
+from . import validate
 from .adapter import TorchAdapter
 from .elmo import IGNORE, BiLM, LinearProbe, ScalarMix
 
@@ -140,6 +151,85 @@ class S10Ascent(TorchAdapter):
     replaces = (LinearProbe.step,)
 
 
+@contextmanager
+def lenient(name: str, replacement: Callable) -> Iterator[None]:
+    """adapter.py's input check `name` is `replacement` inside the block."""
+    original = getattr(adapter_module, name)
+    setattr(adapter_module, name, replacement)
+    try:
+        yield
+    finally:
+        setattr(adapter_module, name, original)
+
+
+def _leniently(check: str, replacement: Callable, *methods: str) -> Callable[[type], type]:
+    """A class decorator: each of `methods` runs the clean one with the check swapped."""
+
+    def wrap(cls: type) -> type:
+        for method in methods:
+            clean = getattr(TorchAdapter, method)
+
+            def call(self: TorchAdapter, *args: Any, _clean: Callable = clean, **kwargs: Any) -> Any:
+                with lenient(check, replacement):
+                    return _clean(self, *args, **kwargs)
+
+            call.__name__ = call.__qualname__ = method
+            setattr(cls, method, call)
+        cls.replaces = (getattr(validate, check),)
+        return cls
+
+    return wrap
+
+
+def _real_ids_only(params: Any, ids: Any, lengths: Any) -> tuple[int, int, int, int, int]:
+    """check_bilm with ids at padded positions taken as 0 when the rest is valid."""
+    if isinstance(ids, np.ndarray) and ids.dtype.kind in "iu" and ids.ndim == 2 and 0 not in ids.shape:
+        if isinstance(lengths, np.ndarray) and lengths.dtype.kind in "iu" and lengths.shape == ids.shape[:1]:
+            if lengths.min() >= 1 and lengths.max() <= ids.shape[1]:
+                ids = np.where(np.arange(ids.shape[1])[None, :] < lengths[:, None], ids, 0)
+    return validate.check_bilm(params, ids, lengths)
+
+
+def _any_s_dtype(s: Any, gamma: Any, layers: Any) -> None:
+    """check_mix with an integer s taken as a float one."""
+    if isinstance(s, np.ndarray) and s.dtype.kind in "iu":
+        s = s.astype(np.float64)
+    validate.check_mix(s, gamma, layers)
+
+
+def _any_lr(features: Any, labels: Any, n_classes: Any, l2: Any, steps: Any, lr: Any) -> None:
+    """check_fit without lr's range."""
+    real = isinstance(lr, numbers.Real) and not isinstance(lr, bool)
+    validate.check_fit(features, labels, n_classes, l2, steps, 0.5 if real else lr)
+
+
+_BILM_METHODS = ("bilm_layers", "bilm_logits", "bilm_loss", "bilm_loss_grad", "bilm_layers_vjp")
+
+
+@_leniently("check_bilm", _real_ids_only, *_BILM_METHODS)
+class XPaddedIdsUnchecked(TorchAdapter):
+    """x-padded-ids-unchecked (§8 V03): ids are range-checked at real positions only, so an
+    out-of-range id in the padding reaches the embedding lookup."""
+
+    description = "V03 checks ids at real positions only: an out-of-range id in the padding is accepted"
+
+
+@_leniently("check_mix", _any_s_dtype, "scalar_mix", "scalar_mix_vjp")
+class XIntegerSAccepted(TorchAdapter):
+    """x-integer-s-accepted (§8 V13): s is not checked to be a float array, so an integer s is
+    converted and mixed."""
+
+    description = "V13 does not check the dtype of s: an integer s is converted and mixed"
+
+
+@_leniently("check_fit", _any_lr, "fit_linear_probe")
+class XLrUnchecked(TorchAdapter):
+    """x-lr-unchecked (§8 V22): lr is not checked, so 0, a negative and a NaN learning rate are used
+    as given."""
+
+    description = "V22 is not checked: a learning rate of 0, below 0 or NaN is accepted"
+
+
 MUTANTS: Mapping[str, Callable[[], TorchAdapter]] = MappingProxyType(
     {
         "s01": S01RawWeights,
@@ -152,5 +242,8 @@ MUTANTS: Mapping[str, Callable[[], TorchAdapter]] = MappingProxyType(
         "s08": S08BackwardScoresCurrent,
         "s09": S09NotFolded,
         "s10": S10Ascent,
+        "x-padded-ids-unchecked": XPaddedIdsUnchecked,
+        "x-integer-s-accepted": XIntegerSAccepted,
+        "x-lr-unchecked": XLrUnchecked,
     }
 )

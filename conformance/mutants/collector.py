@@ -64,6 +64,7 @@ class Collector:
         self.locations: dict[str, tuple[str, int]] = {}
         self.collect_errors: list[str] = []
         self.indices: dict[str, int] = {}
+        self.adapters: dict[str, str] = {}  # nodeid -> the name of the adapter its case checks
         self.session: pytest.Session | None = None
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -76,6 +77,11 @@ class Collector:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         self.indices = {item.nodeid: i for i, item in enumerate(items)}
+        for item in items:
+            case = getattr(getattr(item, "callspec", None), "params", {}).get("case")
+            name = getattr(getattr(case, "impl", None), "name", None)
+            if isinstance(name, str):
+                self.adapters[item.nodeid] = name
         first, every = self.shard
         keep = items[first::every]
         if self.order is not None:
@@ -120,6 +126,7 @@ class Collector:
             line=line,
             message=None if report.passed else _message(report),
             index=self.indices.get(report.nodeid, 0),
+            adapter=self.adapters.get(report.nodeid),
         )
         self.outcomes[report.nodeid] = result
         self.send(("test", result))

@@ -47,13 +47,22 @@ def covered_code(factory: object) -> tuple[CodeKey, ...] | None:
 
 
 def _title(factory: object) -> str:
-    doc = inspect.getdoc(factory) or ""
-    return " ".join(doc.split("\n\n")[0].split()) or getattr(factory, "__qualname__", repr(factory))
+    """The factory's `description` (one line, §13.1), else the first paragraph of its docstring,
+    else its qualified name. A lambda has no docstring of its own: give it a `description`."""
+    description = getattr(factory, "description", None)
+    if isinstance(description, str) and description.strip():
+        return " ".join(description.split())
+    doc = inspect.getdoc(factory) if not _is_lambda(factory) else None
+    return " ".join((doc or "").split("\n\n")[0].split()) or getattr(factory, "__qualname__", repr(factory))
+
+
+def _is_lambda(factory: object) -> bool:
+    return getattr(factory, "__name__", None) == "<lambda>"
 
 
 def describe(mutant_id: str, factory: object) -> MutantInfo:
-    """The mutant's id, the first paragraph of its docstring, and the source lines of its
-    factory (for the Stryker report's `location`); file None when the source is not available."""
+    """The mutant's id, its description (`_title`), and the source lines of its factory (for the
+    Stryker report's `location`); file None when the source is not available."""
     target = inspect.unwrap(factory) if callable(factory) else factory
     try:
         file = inspect.getsourcefile(target)  # type: ignore[arg-type]

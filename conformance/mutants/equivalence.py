@@ -4,19 +4,23 @@ Both adapters are called on the same fixed inputs, chosen so that every catalog 
 three layers (§3.2 acts from layer 2), rows shorter than T (§3.3, §3.4), rows of length >= 2 (§4.1),
 γ ≠ 1 and s far from softmax(s) (§5), and probe features far from the origin with a constant
 column (§7.4), in every dtype the adapter declares. The calls are every protocol function the
-adapter's capabilities require (spec/protocol.json). Outputs are compared bitwise, types and
-dtypes included; an exception counts as an output. A mutant that changes none is equivalent on
-these inputs and is not run.
+adapter's capabilities require (spec/protocol.json), on those valid inputs and then on every bad
+input of §8 (conformance/bad_inputs.py, the validation tests' table), so that a mutant that only
+stops rejecting one kind of bad input is not taken for an equivalent one. Outputs are compared
+bitwise, types and dtypes included; an exception counts as an output (its type and message), so a
+mutant that returns where the clean adapter raises changes an output. A mutant that changes none
+is equivalent on these inputs and is not run.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from elmo_conformance.conformance.bad_inputs import CALLS, bad_call
 from elmo_conformance.conformance.data import probe_separable, random_bilm
 from elmo_conformance.conformance.protocol import protocol
 
@@ -53,24 +57,42 @@ def _inputs(dtype: np.dtype) -> dict[str, Any]:
     }
 
 
-def _calls(dtype: np.dtype, capabilities: frozenset[str]) -> Iterator[Call]:
-    """Every protocol function the capabilities require (§11), on the inputs above."""
+def _calls(dtype: np.dtype, capabilities: frozenset[str]) -> Iterator[tuple[str, Call]]:
+    """(what, call): every protocol function the capabilities require (§11), on the inputs above,
+    then on every bad input of §8 that names it."""
     inputs = _inputs(dtype)
-    for name in protocol().required_methods(capabilities):
+    required = protocol().required_methods(capabilities)
+    for name in required:
         function = protocol().functions[name]
         args, kwargs = function.split_call({argument: inputs[argument] for argument in function.argument_names})
-        yield name, args, kwargs
+        yield f"{name}() in {dtype}", (name, args, kwargs)
+    for bad, name in CALLS:
+        if name in required:
+            yield f"{name}() in {dtype} given {bad.why} ({bad.row})", (name, *bad_call(bad, name, dtype))
+
+
+class Raised(NamedTuple):
+    """An exception as an output: its type's name and its message."""
+
+    kind: str
+    message: str
 
 
 def _outcome(function: Callable, args: tuple, kwargs: dict) -> Any:
     try:
         return function(*args, **kwargs)
     except Exception as exc:  # an exception is an output too
-        return ("raised", type(exc).__name__, str(exc))
+        return Raised(type(exc).__name__, str(exc))
 
 
 def first_difference(a: Any, b: Any, path: str) -> str | None:
     """Where two outputs differ, bitwise, or None when identical."""
+    if isinstance(a, Raised) != isinstance(b, Raised):
+        if isinstance(b, Raised):
+            return f"{path}: returned where the clean adapter raised {b.kind}"
+        return f"{path}: raised {a.kind} ({a.message}) where the clean adapter returned"
+    if isinstance(a, Raised):
+        return None if a == b else f"{path}: raised {a.kind}: {a.message!r} instead of {b.kind}: {b.message!r}"
     if type(a) is not type(b):
         return f"{path}: {type(a).__name__} instead of {type(b).__name__}"
     if isinstance(a, np.ndarray):
@@ -94,11 +116,11 @@ def changed_output(clean: object, mutant: object, capabilities: frozenset[str]) 
     """The first output the mutant changes, described; None when it is equivalent on these inputs.
     Every declared dtype is tried: a mutant may be broken in float32 only."""
     for dtype in (np.dtype(name) for name in protocol().dtypes if name in capabilities):
-        for method, args, kwargs in _calls(dtype, capabilities):
+        for what, (method, args, kwargs) in _calls(dtype, capabilities):
             expected = _outcome(getattr(clean, method), copy.deepcopy(args), dict(kwargs))
             given = copy.deepcopy(args)
             got = _outcome(getattr(mutant, method), given, dict(kwargs))
-            difference = first_difference(got, expected, f"{method}() in {dtype}") or first_difference(
+            difference = first_difference(got, expected, what) or first_difference(
                 given, args, f"{method}'s inputs after the call"
             )
             if difference:

@@ -19,6 +19,7 @@ class TestOutcome:
     line: int  # 1-based
     message: str | None = None
     index: int = 0  # position in the collection order
+    adapter: str | None = None  # the name of the adapter its case checks; None: the suite checking itself
 
     @property
     def killed(self) -> bool:
@@ -46,6 +47,7 @@ class Baseline:
     name: str = ""
     error: str | None = None  # the adapter could not be loaded or the run broke
     unavailable: str | None = None  # why the adapter cannot run here (§11): its tests all skip
+    components: tuple[str, ...] = ()  # the components it implements (§11); empty: not known, all
     mutants: list[MutantInfo] = field(default_factory=list)
     tests: dict[str, TestOutcome] = field(default_factory=dict)
     coverage: dict[str, list[str]] = field(default_factory=dict)  # mutant id -> nodeids
@@ -57,11 +59,18 @@ class Baseline:
         return [t for t in self.tests.values() if t.killed]
 
     @property
-    def ran(self) -> list[TestOutcome]:
-        """The tests of this adapter (a case of it in their id) that were not skipped; a test
-        with no adapter case (the suite checking itself) cannot tell a mutant apart."""
+    def cases(self) -> list[TestOutcome]:
+        """The tests that check this adapter: a case of it, as the collector recorded (pytest
+        escapes non-ASCII names in node ids, so the name is not looked for there), or, for an
+        outcome that does not say, its case in the id. A test with no adapter case (the suite
+        checking itself) cannot tell a mutant apart."""
         case = f"[{self.name}-"
-        return [t for t in self.tests.values() if t.outcome != "skipped" and case in t.nodeid]
+        return [t for t in self.tests.values() if (t.adapter == self.name if t.adapter else case in t.nodeid)]
+
+    @property
+    def ran(self) -> list[TestOutcome]:
+        """The tests of this adapter that were not skipped."""
+        return [t for t in self.cases if t.outcome != "skipped"]
 
 
 @dataclass

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from elmo_conformance.conformance.components import catalog_component
+
 from .model import Baseline, MutantRun, TestOutcome
 from .pool import run_jobs
 from .worker import BaselineJob, MutantJob
@@ -23,6 +25,7 @@ class Options:
     workers: int = 2
     timeout_factor: float = 3.0
     timeout_min: float = 20.0
+    baseline_timeout: float = 900.0  # seconds for each worker's share of a clean baseline run
 
 
 @dataclass
@@ -52,9 +55,21 @@ def mutant_job(baseline: Baseline, mutant: str, expected: list[str], options: Op
     return MutantJob(baseline.impl, mutant, order, frozenset(must), options.fail_fast), timeout
 
 
+def not_applicable(entry: dict | None, baseline: Baseline) -> str | None:
+    """The component a catalog mutant breaks when the adapter does not implement it (§11, §13.1);
+    None for an extra mutant or an applicable one."""
+    component = catalog_component(entry) if entry else None
+    if component is None or not baseline.components or component in baseline.components:
+        return None
+    return component
+
+
 def merge(shards: list[Baseline]) -> Baseline:
     """One adapter's baseline from the shards the workers ran, tests back in collection order."""
-    merged = Baseline(shards[0].impl, shards[0].name, mutants=shards[0].mutants, unavailable=shards[0].unavailable)
+    first = next((shard for shard in shards if shard.name), shards[0])  # a lost shard knows no name
+    merged = Baseline(
+        first.impl, first.name, mutants=first.mutants, unavailable=first.unavailable, components=first.components
+    )
     errors = [shard.error for shard in shards if shard.error]
     merged.error = errors[0] if errors else None
     tests = sorted((t for shard in shards for t in shard.tests.values()), key=lambda t: t.index)
@@ -75,6 +90,7 @@ class Plan:
         self.results = results
         self.progress = progress
         self.expected = expected_killers(results.catalog)
+        self.catalog = {entry["id"]: entry for entry in results.catalog}
         n = results.options.workers
         self.baseline_jobs = [BaselineJob(impl, i, n) for impl in results.options.impls for i in range(n)]
         self.shards: dict[str, list[Baseline]] = {impl: [] for impl in results.options.impls}
@@ -84,7 +100,7 @@ class Plan:
 
     def next_job(self) -> tuple[object, float | None] | None:
         if self.baseline_jobs:
-            return self.baseline_jobs.pop(0), None
+            return self.baseline_jobs.pop(0), self.results.options.baseline_timeout
         if self.mutant_jobs:
             job, timeout, _ = self.mutant_jobs.pop(0)
             self.partial[job] = {}
@@ -110,8 +126,12 @@ class Plan:
             self._mutant_done(job, result)  # type: ignore[arg-type]
 
     def on_lost(self, job: object, status: str, reason: str, running: str | None) -> None:
-        if isinstance(job, BaselineJob):
-            self.on_done(job, Baseline(job.impl, error=f"the baseline run failed: {reason}"))  # one shard lost
+        if isinstance(job, BaselineJob):  # one shard lost: the baseline fails, and no mutant of it runs
+            if status == "Timeout":
+                error = f"the clean baseline run hung and its worker was stopped: it {reason} (--baseline-timeout)"
+            else:
+                error = f"the baseline run failed: {reason}"
+            self.on_done(job, Baseline(job.impl, error=error))
             return
         assert isinstance(job, MutantJob)
         run = MutantRun(job.impl, job.mutant, status, dict(self.partial.pop(job, {})), list(job.order), running, reason)
@@ -135,6 +155,8 @@ class Plan:
         for info in baseline.mutants:
             if results.options.only and info.id not in results.options.only:
                 continue
+            if not_applicable(self.catalog.get(info.id), baseline):
+                continue  # a catalog mutant of a component the adapter does not implement (§11, §13.1)
             job, timeout = mutant_job(baseline, info.id, self.expected.get(info.id, []), results.options)
             estimate = (timeout - results.options.timeout_min) / results.options.timeout_factor
             self.mutant_jobs.append((job, timeout, estimate))

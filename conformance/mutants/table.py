@@ -16,6 +16,7 @@ _WORDS = {
     "NoCoverage": "no coverage",
     "NotDeclared": "not declared",
     "NotTestable": "not testable",
+    "NotApplicable": "not applicable",
     "NotRun": "not run",
 }
 RED, GREEN, BOLD, RESET = "\033[31m", "\033[32m", "\033[1m", "\033[0m"

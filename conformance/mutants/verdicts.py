@@ -3,18 +3,24 @@
 A catalog mutant fails the session when it survives, is equivalent, reaches no test, crashes the
 run, or when a case of one of its expected killers runs and passes. Extra mutants (ids beyond the
 catalog) are reported with their killers and never fail it. A catalog mutant an adapter does not
-declare is "not declared", never "killed".
+declare is "not declared", never "killed"; one of a component the adapter does not implement
+(§11) is "not applicable" and is never run.
 """
 
 from __future__ import annotations
 
+import shlex
+from collections import Counter
 from dataclasses import dataclass, field
 
+from elmo_conformance.resources import PLUGIN
+
 from .model import Baseline, MutantInfo, MutantRun
-from .runner import Results
+from .runner import Results, not_applicable
 
 # Statuses beyond Stryker's, for mutants that were not run.
 NOT_DECLARED, NOT_TESTABLE, NOT_RUN = "NotDeclared", "NotTestable", "NotRun"
+NOT_APPLICABLE = "NotApplicable"  # a catalog mutant of a component the adapter does not implement (§11)
 
 
 @dataclass
@@ -32,9 +38,22 @@ class Verdict:
     info: MutantInfo | None = None
     run: MutantRun | None = None
 
+    def reproduce_forms(self, test: str | None = None) -> list[str]:
+        """The commands that run the suite on this mutant (`-k test`: that test only): through nox
+        in a checkout, through the console command, and with plain pytest from the user's own
+        directory (where nox would not install what their adapter needs)."""
+        options = f" --impl {shlex.quote(self.impl)} --mutant {shlex.quote(self.mutant)}"
+        options += f" -k {shlex.quote(test)}" if test else ""
+        return [
+            f"nox -s conformance --{options}",
+            f"elmo-conformance{options}",
+            f"python -m pytest -p {PLUGIN} --pyargs elmo_conformance.conformance{options}",
+        ]
+
     def reproduce(self, test: str | None = None) -> str:
-        selection = f" -k {test}" if test else ""
-        return f"nox -s conformance -- --impl {self.impl} --mutant {self.mutant}{selection}"
+        """`reproduce_forms`, one a line, the later ones as "or:" lines aligned under a
+        "    reproduce: " label."""
+        return "\n           or: ".join(self.reproduce_forms(test))
 
 
 def baseline_problem(baseline: Baseline) -> str | None:
@@ -42,12 +61,19 @@ def baseline_problem(baseline: Baseline) -> str | None:
     if baseline.error:
         prefix = "" if baseline.error.startswith("--impl") else f"--impl {baseline.impl}: "
         return prefix + baseline.error
+    if not baseline.unavailable and not baseline.cases:
+        what = f"none of its {len(baseline.tests)} tests checks" if baseline.tests else "no test was collected for"
+        return (
+            f"--impl {baseline.impl}: the clean baseline run cannot judge a mutant: {what} the adapter "
+            f"{baseline.name or baseline.impl!r}; run `nox -s conformance -- --impl {baseline.impl}` to see why"
+        )
     if baseline.failures:
         names = ", ".join(t.nodeid for t in baseline.failures[:5])
         more = f" and {len(baseline.failures) - 5} more" if len(baseline.failures) > 5 else ""
         return (
             f"--impl {baseline.impl}: the clean baseline run must pass, but {len(baseline.failures)} test(s) "
-            f"failed: {names}{more}; run `nox -s conformance -- --impl {baseline.impl}` to see why"
+            f"failed: {names}{more}; run `elmo-conformance --impl {shlex.quote(baseline.impl)}` "
+            f"(or `nox -s conformance -- --impl {shlex.quote(baseline.impl)}`) to see why"
         )
     return None
 
@@ -97,6 +123,11 @@ def judge_one(impl: str, baseline: Baseline, mutant: str, catalog_entry: dict | 
         verdict.status = NOT_TESTABLE
         verdict.notes.append(f"the clean baseline skipped every test: {baseline.unavailable or _first_skip(baseline)}")
         return verdict
+    component = not_applicable(catalog_entry, baseline)
+    if component:
+        verdict.status = NOT_APPLICABLE
+        verdict.notes.append(f"{verdict.adapter} does not declare the component {component!r} it breaks (§11)")
+        return verdict
     run = results.runs.get((impl, mutant))
     if run is None:
         return verdict  # filtered out with --mutant
@@ -131,7 +162,35 @@ def judge(results: Results) -> list[Verdict]:
 
 
 def session_failures(results: Results, verdicts: list[Verdict]) -> list[str]:
-    """Every reason the session fails, one line each; empty when it passes."""
+    """Every reason the session fails, one line each; empty when it passes. A session in which no
+    mutant ran at all never passes: it would be a gate that checks nothing."""
     problems = [p for b in results.baselines.values() if (p := baseline_problem(b))]
+    problems += _same_names(results)
     problems += [f"{v.adapter} {v.mutant} ({v.title}) {v.failure}" for v in verdicts if v.failure]
+    if not problems and not results.runs:
+        counts = Counter((v.adapter, _WHY_NOT_RUN.get(v.status, v.status)) for v in verdicts)
+        why = "; ".join(f"{adapter}: {n} {status}" for (adapter, status), n in counts.items())
+        problems.append(f"no mutant was run, so nothing was checked ({why or 'no mutant was selected'})")
     return problems
+
+
+_WHY_NOT_RUN = {
+    NOT_DECLARED: "not declared",
+    NOT_TESTABLE: "not testable",
+    NOT_RUN: "not run",
+    NOT_APPLICABLE: "not applicable",
+}
+
+
+def _same_names(results: Results) -> list[str]:
+    """Two --impl arguments whose adapters share a name: their reports would merge."""
+    by_name: dict[str, list[str]] = {}
+    for impl, baseline in results.baselines.items():
+        if baseline.name:
+            by_name.setdefault(baseline.name, []).append(impl)
+    return [
+        f"--impl {' and --impl '.join(map(shlex.quote, impls))}: both adapters are named {name!r}; "
+        "the reports need one name per adapter (give one another `name`, §11)"
+        for name, impls in by_name.items()
+        if len(impls) > 1
+    ]
