@@ -3,10 +3,15 @@
 Every call the tests make goes through `Case`, so that an adapter that raises, hangs, modifies
 its inputs, or returns the wrong type, shape, dtype or a non-finite value fails the test with a
 message naming the spec section, and never crashes the harness.
+
+A call that did not return in time, or whose process died, raises `CallAbandoned`: the plugin
+fails the test with its message, and Hypothesis, which retries a failing example while it
+shrinks, lets it through at once (it is not an exception Hypothesis treats as a test failure).
 """
 
 from __future__ import annotations
 
+import re
 import signal
 import threading
 import traceback
@@ -22,11 +27,21 @@ from .loading import LoadedAdapter
 from .process import InputModified, ProcessFailure, ProcessTimeout, RemoteError
 from .protocol import Function, ResultChecker, bind_symbols, protocol
 from .purity import first_change, snapshot
+from .report.margins import Tolerance
+from .spec import describe
 from .tolerances import tolerance
 
 
 class CallTimeout(BaseException):
     """Raised inside a hung adapter call; a BaseException so `except Exception` cannot swallow it."""
+
+
+class CallAbandoned(BaseException):
+    """A call that timed out or whose process died: the test fails with this message, once.
+
+    Not an Exception, nor pytest's Failed: Hypothesis would take either for a failing example and
+    run it again, and smaller ones, while it shrinks, each waiting out the call timeout. The
+    plugin's pytest_runtest_call turns it into an ordinary failure with this message."""
 
 
 @contextmanager
@@ -48,8 +63,18 @@ def deadline(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+def names_argument(message: str, argument: str) -> bool:
+    """Whether `message` names `argument` (§1.3) as a whole identifier: a parameter name (`s`,
+    `lengths`) or a canonical entry name (`fwd.0.weight_ih`) not preceded or followed by a letter,
+    a digit, an underscore, or a dot that joins it to more of an identifier. "cannot reshape array
+    of size 3" does not name `s`, nor "bad vector" `b`; "s: expected ..." and "'out.bias'" do."""
+    pattern = rf"(?<![\w.])(?<!\w\.){re.escape(argument)}(?!\w)(?!\.\w)"
+    return re.search(pattern, message) is not None
+
+
 def _short_traceback(exc: BaseException) -> str:
-    frames = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-3)
+    # chain=False: the adapter's own "During handling of the above exception" chains stay out of the message.
+    frames = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-3, chain=False)
     return "".join(frames).rstrip()
 
 
@@ -66,9 +91,12 @@ class Case:
     def __str__(self) -> str:
         return f"{self.impl.name}-{self.dtype.name}"
 
-    def tol(self, quantity: str) -> dict[str, float]:
-        """{'rtol', 'atol'} for this dtype and the adapter's device (§10, spec/tolerances.json)."""
-        return tolerance(self.dtype.name, self.impl.device, quantity)
+    def tol(self, quantity: str) -> Tolerance:
+        """{'rtol', 'atol'} for this dtype and the adapter's device (§10, spec/tolerances.json), a
+        dict that also names the quantity, adapter, dtype and device, so that `assert_close` records
+        the comparison's tolerance margin for the report."""
+        values = tolerance(self.dtype.name, self.impl.device, quantity)
+        return Tolerance(values, quantity, self.impl.name, self.dtype.name, self.impl.device)
 
     def cast(self, value: Any) -> Any:
         """Floating arrays (also inside dicts and lists) to this case's dtype; others unchanged."""
@@ -113,19 +141,18 @@ class Case:
         self, method: str, exc: BaseException, sections: Sequence[str], why: str | None = None
     ) -> tuple[tuple[str, ...], str]:
         """(sections, message) for an exception out of a call; `why` is the bad input of a call
-        that should have raised ValueError. Re-raises what is not the adapter's doing."""
+        that should have raised ValueError. Re-raises what is not the adapter's doing, and raises
+        CallAbandoned for a call that did not return in time or whose process died."""
         if not isinstance(exc, Exception | CallTimeout):
             raise exc  # KeyboardInterrupt, SystemExit, pytest's own outcomes
         sections = tuple(sections)
         given = f" given {why}" if why else ""
         if isinstance(exc, CallTimeout | ProcessTimeout):
             detail = f"\n{exc}" if str(exc) else ""
-            return (
-                sections,
-                f"{self.name}.{method}{given} did not return within {self.call_timeout:g} s (--call-timeout){detail}",
-            )
+            message = f"{self.name}.{method}{given} did not return within {self.call_timeout:g} s (--call-timeout)"
+            raise CallAbandoned(f"{describe(sections)}\n{message}{detail}")
         if isinstance(exc, ProcessFailure):
-            return sections, f"{self.name}.{method}{given}: {exc}"
+            raise CallAbandoned(f"{describe(sections)}\n{self.name}.{method}{given}: {exc}")
         if isinstance(exc, InputModified):
             return ("1.4",), f"{self.name}.{method} modified its input {exc}; functions must not modify inputs"
         kind, message = (exc.kind, exc.message) if isinstance(exc, RemoteError) else (type(exc).__name__, str(exc))
@@ -145,10 +172,11 @@ class Case:
         try:
             self._invoke(method, args, kwargs)
         except ValueError as exc:
-            if not any(name in str(exc) for name in argument.split("|")):
+            if not any(names_argument(str(exc), name) for name in argument.split("|")):
                 problem = (
                     tuple(sections),
-                    f"{self.name}.{method} given {why} raised ValueError, but its message does not name {argument!r}: {exc}",
+                    f"{self.name}.{method} given {why} raised ValueError, but its message does not name "
+                    f"{argument!r} (as a whole word): {exc}",
                 )
         except BaseException as exc:  # noqa: B036
             problem = self._raised(method, exc, sections, why)

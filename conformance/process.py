@@ -68,7 +68,12 @@ class ProcessTimeout(ProcessFailure):
 
 
 class ProcessStartError(Exception):
-    """The process could not be started or did not complete the handshake (§15.4)."""
+    """The process could not be started or did not complete the handshake (§15.4). `refusal` is
+    the message of a process that answered hello with an error, when it did."""
+
+    def __init__(self, message: str, refusal: str | None = None) -> None:
+        super().__init__(message)
+        self.refusal = refusal
 
 
 class RemoteError(Exception):
@@ -155,7 +160,7 @@ class _Broken(Exception):
 class Connection:
     """One child process: the pipes, a deadline on every read and write, and stopping it."""
 
-    def __init__(self, argv: list[str]) -> None:
+    def __init__(self, argv: list[str], env: Mapping[str, str] | None = None) -> None:
         self.argv = argv
         launcher = [sys.executable, "-S", "-c", _LAUNCHER, str(os.getpid())] if sys.platform == "linux" else []
         try:
@@ -166,6 +171,7 @@ class Connection:
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 bufsize=0,
+                env=None if env is None else dict(env),
             )
         except OSError as exc:
             raise ProcessStartError(f"cannot run {shlex.join(argv)}: {exc.strerror or exc}") from None
@@ -359,9 +365,12 @@ class ProcessAdapter:
 
     enforces_call_timeout = True  # the harness's in-process alarm is not needed: reads have deadlines
 
-    def __init__(self, arg: str, argv: list[str], call_timeout: float = 120.0) -> None:
+    def __init__(
+        self, arg: str, argv: list[str], call_timeout: float = 120.0, env: Mapping[str, str] | None = None
+    ) -> None:
         self.arg = arg
         self.argv = argv
+        self.env = env
         self.call_timeout = call_timeout
         self.mutant: str | None = None
         self._connection: Connection | None = None
@@ -381,7 +390,7 @@ class ProcessAdapter:
 
     def _start(self) -> dict[str, Any]:
         """Start the process and complete the handshake of §15.4; returns its hello."""
-        connection = Connection(self.argv)
+        connection = Connection(self.argv, self.env)
         deadline = time.monotonic() + max(STARTUP_TIMEOUT, self.call_timeout)
         hello = {"type": "hello", "protocol": protocol().version, "suite": f"elmo-conformance {__version__}"}
         try:
@@ -396,7 +405,8 @@ class ProcessAdapter:
             ) from None
         if answer.get("type") == "error":
             connection.stop()
-            raise ProcessStartError(f"--impl {self.arg}: the process refused the handshake: {answer.get('message')}")
+            refusal = str(answer.get("message"))
+            raise ProcessStartError(f"--impl {self.arg}: the process refused the handshake: {refusal}", refusal)
         version = answer.get("protocol")
         if isinstance(version, str) and answer.get("type") == "hello" and _major(version) != _major(protocol().version):
             connection.stop()

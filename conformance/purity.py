@@ -33,12 +33,23 @@ def first_change(before: Any, after: Any, path: str) -> str | None:
     if isinstance(before, np.ndarray):
         return None if _same_array(before, after) else path
     if isinstance(before, dict):
-        if not isinstance(after, Mapping) or list(after) != list(before):
+        if not isinstance(after, Mapping):
             return path
+        if list(after) != list(before):
+            added = [key for key in after if key not in before]
+            removed = [key for key in before if key not in after]
+            what = [
+                f"{', '.join(map(repr, keys))} {verb}"
+                for keys, verb in ((added, "added"), (removed, "removed"))
+                if keys
+            ]
+            return f"{path} ({'; '.join(what) or 'entries reordered'})"
         return next((c for key in before if (c := first_change(before[key], after[key], f"{path}[{key!r}]"))), None)
     if isinstance(before, list):
-        if not isinstance(after, list | tuple) or len(after) != len(before):
+        if not isinstance(after, list | tuple):
             return path
+        if len(after) != len(before):
+            return f"{path} (length {len(before)}, now {len(after)})"
         return next(
             (c for i, (b, a) in enumerate(zip(before, after)) if (c := first_change(b, a, f"{path}[{i}]"))), None
         )

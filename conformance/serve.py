@@ -25,13 +25,22 @@ from elmo_conformance import __version__
 from . import wire
 from .loading import AdapterLoadError, LoadedAdapter, load_adapter, load_mutant
 from .mutants.declared import declared_mutants, describe
-from .protocol import protocol
+from .protocol import Function, protocol
 from .purity import first_change, snapshot
 
 
 def _short_traceback(exc: BaseException) -> str:
     frames = traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-3)
     return "".join(frames).rstrip()
+
+
+def _unencodable(function: Function, result: Any, error: wire.WireError) -> str:
+    """Why a result has no encoding, naming the value as the harness names it: bilm_layers()[1]."""
+    try:
+        wire.encode(result, f"{function.name}()")
+    except wire.WireError as named:
+        return str(named)
+    return str(error)  # the value encodes; the frame as a whole is too large
 
 
 class Server:
@@ -68,8 +77,13 @@ class Server:
             self.error(None, "AdapterLoadError", self.load_error or "no adapter")
             return
         mutants = []
-        for key, factory in declared_mutants(self.loaded.adapter).items():
-            mutants.append({"id": key, "title": describe(key, factory).title})
+        try:
+            for key, factory in declared_mutants(self.loaded.adapter).items():
+                if key.strip():  # an empty id names no mutant (`--mutant ''` is refused)
+                    mutants.append({"id": key, "title": describe(key, factory).title})
+        except Exception as exc:  # a malformed `mutants` spoils --mutant only, as in-process
+            print(f"elmo-conformance serve: the adapter's mutants are not listed: {exc}", file=sys.stderr)
+            mutants = []
         self.send(
             {
                 "type": "hello",
@@ -131,7 +145,9 @@ class Server:
         try:
             reply = wire.frame({"type": "result", "id": request_id, "value": result})
         except wire.WireError as exc:
-            self.error(request_id, "UnencodableResult", f"the result cannot be sent: {exc}")
+            self.error(
+                request_id, "UnencodableResult", f"the result cannot be sent: {_unencodable(function, result, exc)}"
+            )
             return
         self.out.write(reply)
         self.out.flush()
@@ -165,8 +181,15 @@ def main(argv: list[str] | None = None) -> int:
     out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     sys.stdout = sys.stderr
+    # Requests come from the original standard input; the adapter's reads (a stray breakpoint())
+    # find it at end of file instead of consuming the harness's frames.
+    requests = os.fdopen(os.dup(sys.stdin.fileno()), "rb")
+    empty = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(empty, sys.stdin.fileno())
+    os.close(empty)
+    sys.stdin = open(os.devnull, encoding="utf-8")  # kept for the process's lifetime
     server = Server(args.impl, out)
-    return server.serve(sys.stdin.buffer)
+    return server.serve(requests)
 
 
 if __name__ == "__main__":
