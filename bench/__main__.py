@@ -41,6 +41,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--scaling-dtype", choices=DTYPES, default="float32")
     parser.add_argument("--workers", default="1,2,4", help="pytest-xdist worker counts for the suite")
     parser.add_argument("--workers-impl", default="numpy", help="the adapter whose suite is run with workers")
+    parser.add_argument(
+        "--isolation-rounds", type=int, default=3, help="alternating runs of the suite in and out of process"
+    )
     parser.add_argument("--suite-timeout", type=float, default=1800.0, help="seconds before a suite run is abandoned")
     parser.add_argument("--threads", type=int, help="at most this many threads per library (default: theirs)")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one repeat: checks the code, not speed")
@@ -56,7 +59,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.error(f"--workers: expected comma-separated integers, got {args.workers!r}")
     if any(n < 1 for n in args.workers):
         parser.error(f"--workers: expected worker counts >= 1, got {args.workers}")
-    for name in ("repeats", "probe_repeats", "threads"):
+    for name in ("repeats", "probe_repeats", "threads", "isolation_rounds"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error(f"--{name.replace('_', '-')}: expected an integer >= 1, got {getattr(args, name)}")
     return args
@@ -102,12 +105,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"python -m bench: {exc}", file=sys.stderr)
         return 2
     bilm_size, probe_size = bilm.BiLMSize(), probe.ProbeSize()
-    repeats, probe_repeats, peak_n = args.repeats, args.probe_repeats, 2048
+    repeats, probe_repeats, peak_n, isolation_rounds = args.repeats, args.probe_repeats, 2048, args.isolation_rounds
     t_values, b_values = [10, 20, 40, 80], [8, 32, 128]
     if args.smoke:
         bilm_size = bilm.BiLMSize(batch=3, steps=6, d=4, n_layers=1, vocab=11)
         probe_size = probe.ProbeSize(n=120, dim=6, n_classes=3, steps=5, held_out=40)
-        repeats = probe_repeats = 1
+        repeats = probe_repeats = isolation_rounds = 1
         peak_n, t_values, b_values = 64, [4, 8], [2, 4]
 
     result: dict = {"environment": environment(), "impls": impls, "parts": args.parts}
@@ -117,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         log(f"the conformance suite of {', '.join(impls)}")
         extra = ["-k", "test_hand_example_scalar_mix"] if args.smoke else []
         result["suite"] = {"per_adapter": suite.per_adapter(impls, extra, args.suite_timeout)}
+        log(f"the suite in a child process against in-process ({isolation_rounds} rounds)")
+        result["suite"]["isolation"] = suite.isolation(impls, isolation_rounds, extra, args.suite_timeout)
         log(f"{args.workers_impl}'s suite with {args.workers} workers")
         result["suite"]["workers"] = suite.workers(args.workers_impl, args.workers, extra, args.suite_timeout)
         if args.smoke:

@@ -35,6 +35,18 @@ def table(result: dict) -> str:
         for part in ("workers", "mutants"):
             if "pending" in suite.get(part, {}):
                 lines.append(f"| {part}: pending | | | | {suite[part]['pending']} |")
+        if suite.get("isolation"):
+            lines += ["", "| Adapter | in-process | child process (default) | ratio of medians | ratio of minimums |"]
+            lines.append("|---|---|---|---|---|")
+            for impl, run in suite["isolation"].items():
+                if "error" in run:
+                    lines.append(f"| {impl} | - | - | - | {run['error']} |")
+                    continue
+                median = run["median_s"]
+                lines.append(
+                    f"| {impl} | {_s(median['in_process'])} | {_s(median['child_process'])} | "
+                    f"{_x(run['ratio_median'])} | {_x(run['ratio_min'])} |"
+                )
     for part in result.get("bilm", []):
         size = ", ".join(f"{k}={v}" for k, v in part["size"].items())
         lines += ["", f"biLM loss+grad, {part['dtype']}, {size}", *_race(part)]

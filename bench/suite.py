@@ -1,4 +1,6 @@
-"""The suite: pytest time of `conformance` per adapter, and with 1, 2 and 4 workers.
+"""The suite: pytest time of `conformance` per adapter, with 1, 2 and 4 workers, and the cost of
+running a Python adapter in a child process behind the protocol server (the default, spec §11.1)
+against calling it in the harness's process (`--in-process`).
 
 Each run is a fresh `python -m pytest conformance` process writing the harness's --report JSON,
 whose duration and per-test durations give the pytest time and the share of the slowest five
@@ -10,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import shlex
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -65,3 +68,29 @@ def workers(impl: str, counts: list[int], extra: list[str], timeout: float) -> d
     if not has_xdist():
         return {"pending": "pytest-xdist is not installed (nox -s bench installs it)"}
     return {str(n): run_pytest(["--impl", impl, "-n", str(n), *extra], timeout) for n in counts}
+
+
+def isolation(impls: list[str], rounds: int, extra: list[str], timeout: float) -> dict:
+    """For each Python adapter, the suite's pytest time in a child process (the default, §11.1)
+    against in-process, `rounds` runs of each, alternating (the order flips every round), with the
+    ratio of the medians and of the fastest runs. A `cmd:` adapter is always a process: left out."""
+    result: dict = {}
+    for impl in (i for i in impls if not i.startswith("cmd:") and i != "c"):
+        runs: dict[str, list[dict]] = {"in_process": [], "child_process": []}
+        modes = {"in_process": ["--in-process"], "child_process": []}
+        for round_ in range(rounds):
+            order = list(modes) if round_ % 2 == 0 else list(reversed(modes))
+            for mode in order:
+                runs[mode].append(run_pytest(["--impl", impl, *modes[mode], *extra], timeout))
+        errors = [run["error"] for mode in runs.values() for run in mode if "error" in run]
+        if errors:
+            result[impl] = {"error": errors[0]}
+            continue
+        times = {mode: [run["pytest_s"] for run in mode_runs] for mode, mode_runs in runs.items()}
+        result[impl] = {
+            "pytest_s": times,
+            "median_s": {mode: statistics.median(t) for mode, t in times.items()},
+            "ratio_median": statistics.median(times["child_process"]) / statistics.median(times["in_process"]),
+            "ratio_min": min(times["child_process"]) / min(times["in_process"]),
+        }
+    return result

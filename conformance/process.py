@@ -439,6 +439,7 @@ class ProcessAdapter:
             "mutant": mutant,
             "args": dict(bound),
         }
+
         def sent() -> str:
             call = f"{function.name}({', '.join(f'{k}={wire.describe(v)}' for k, v in bound.items())})"
             return call + (f" for mutant {mutant!r}" if mutant else "")

@@ -169,6 +169,10 @@ def test_the_suite_part_times_a_conformance_run(tmp_path) -> None:
     run = json.loads(out.read_text())["suite"]["per_adapter"]["numpy"]
     assert run["exit_status"] == 0 and run["summary"] == {"passed": 2}
     assert 0 < run["pytest_s"] <= run["wall_s"] and 0 < run["slowest_share"] <= 1
+    isolation = json.loads(out.read_text())["suite"]["isolation"]["numpy"]  # §11.1's cost
+    assert set(isolation["median_s"]) == {"in_process", "child_process"}
+    assert isolation["ratio_median"] == isolation["median_s"]["child_process"] / isolation["median_s"]["in_process"]
+    assert "| numpy |" in (tmp_path / "bench.md").read_text()
 
 
 @pytest.mark.parametrize(

@@ -27,9 +27,9 @@ def served(impl: str) -> str:
     return "cmd:" + shlex.join([sys.executable, "-m", "elmo_conformance.conformance.serve", impl])
 
 
-def suite_outcomes(impl: str, tmp_path: Path, tag: str) -> dict[str, str]:
+def suite_outcomes(impl: str, tmp_path: Path, tag: str, *options: str) -> dict[str, str]:
     report = tmp_path / f"{tag}.json"
-    command = [sys.executable, "-m", "pytest", "conformance", "--impl", impl, "--report", str(report), "-q"]
+    command = [sys.executable, "-m", "pytest", "conformance", "--impl", impl, "--report", str(report), "-q", *options]
     done = subprocess.run([*command, "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True, timeout=1800)
     assert report.exists(), done.stdout[-3000:] + done.stderr[-3000:]
     data = json.loads(report.read_text())
@@ -52,7 +52,8 @@ def mutation_verdicts(impl: str, tmp_path: Path, tag: str) -> tuple[int, dict[st
 
 @pytest.mark.parametrize("impl", IMPLS)
 def test_the_suite_gives_the_same_verdicts_through_the_protocol(impl: str, tmp_path: Path) -> None:
-    direct = suite_outcomes(impl, tmp_path, "in-process")
+    # --in-process: a Python adapter otherwise runs behind the protocol server too (§11.1).
+    direct = suite_outcomes(impl, tmp_path, "in-process", "--in-process")
     through = suite_outcomes(served(impl), tmp_path, "served")
     assert set(direct.values()) <= {"passed", "skipped"}, "the built-in adapters pass everything"
     differ = [

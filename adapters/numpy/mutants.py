@@ -55,7 +55,9 @@ def _holders(owner: object, name: str, original: object) -> list[object]:
     """`owner` and every reference module that imported the same function under `name`."""
     if isinstance(owner, type):
         return [owner]
-    modules = [m for key, m in sys.modules.items() if key == reference.__name__ or key.startswith(reference.__name__ + ".")]
+    modules = [
+        m for key, m in sys.modules.items() if key == reference.__name__ or key.startswith(reference.__name__ + ".")
+    ]
     return [m for m in modules if isinstance(m, ModuleType) and getattr(m, name, None) is original]
 
 
