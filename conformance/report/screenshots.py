@@ -1,19 +1,19 @@
 """The README's pictures of the two pages, made by the project's own code: `python -m
 elmo_conformance.conformance.report.screenshots` runs the suite on the reference and on a broken
-adapter (tests/broken/raises.py) and writes docs/report.png, then the dashboard of numpy, torch and
-jax (those installed; or the --reports given) with the broken one, and writes docs/dashboard.png,
-each by headless Chromium's --screenshot."""
+adapter (tests/broken/raises.py) and writes docs/report.png, then the dashboard of every built-in
+adapter that runs here (numpy, torch, jax, c; or the --reports given) with the broken one, and
+writes docs/dashboard.png, each by headless Chromium's --screenshot."""
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..loading import available_builtins
 from .browser import screenshot
 from .dashboard import read
 from .render import dashboard_page, write
@@ -46,12 +46,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("report page:", screenshot(f"{page.as_uri()}#failures", out / "report.png", 1400, 1250))
         reports = [Path(r) for r in args.reports] if args.reports is not None else []
         if args.reports is None:
-            for impl in ("numpy", "torch", "jax"):
-                if impl == "numpy" or importlib.util.find_spec(impl) is not None:
-                    reports.append(run_suite(work / f"{impl}.json", "--impl", impl))
+            for impl in available_builtins():  # numpy, torch, jax, c: those that run here
+                reports.append(run_suite(work / f"{impl}.json", "--impl", impl))
             reports.append(run_suite(work / "raises.json", "--impl", str(BROKEN)))
         board = write(dashboard_page(read(reports, args.mutants)), work / "dashboard.html")
-        print("dashboard:", screenshot(board, out / "dashboard.png", 1400, 2000))
+        print("dashboard:", screenshot(board, out / "dashboard.png", 1400, 2900))
     return 0
 
 
