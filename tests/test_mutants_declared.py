@@ -15,7 +15,7 @@ import elmo_conformance.reference.bilm  # noqa: F401  (reference.bilm below)
 from elmo_conformance import reference
 from elmo_conformance.conformance.loading import AdapterLoadError, LoadedAdapter, load_adapter, load_mutant
 from elmo_conformance.conformance.mutants.declared import declared_mutants, describe
-from elmo_conformance.conformance.mutants.equivalence import changed_output, first_difference
+from elmo_conformance.conformance.mutants.equivalence import Raised, changed_output, first_difference
 from elmo_conformance.conformance.spec import mutant_catalog
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,7 +95,11 @@ def test_first_difference_compares_types_dtypes_and_bits() -> None:
     assert first_difference(np.float64(0.5), 0.5, "acc") == "acc: float64 instead of float"
     assert first_difference({"a": a}, {"b": a}, "g") == "g: keys differ"
     assert first_difference([a, a], [a, a + 1], "L") == "L[1]: values differ"
-    assert first_difference(("raised", "ValueError", "m"), ("raised", "ValueError", "m"), "f") is None
+    assert first_difference(Raised("ValueError", "s: m"), Raised("ValueError", "s: m"), "f") is None
+    assert (
+        first_difference(0.5, Raised("ValueError", "s: m"), "f")
+        == "f: returned where the clean adapter raised ValueError"
+    )
 
 
 def test_the_precheck_sees_a_mutant_that_only_modifies_its_input() -> None:
@@ -112,6 +116,21 @@ def test_the_precheck_sees_a_mutant_that_only_modifies_its_input() -> None:
         == "scalar_mix's inputs after the call[2][0]: values differ"
     )
     assert changed_output(clean, type(clean)(), frozenset({"float64", "grad"})) is None
+
+
+def test_the_precheck_sees_a_mutant_broken_in_float32_only() -> None:
+    """The pre-check calls every dtype the adapter declares, not float64 alone (§13.1 step 2)."""
+    clean = load_adapter("numpy").adapter
+
+    class Float32Off(type(clean)):
+        def scalar_mix(self, s, gamma, layers):
+            out = clean.scalar_mix(s, gamma, layers)
+            return out * np.float32(1.0001) if out.dtype == np.float32 else out
+
+    assert changed_output(clean, Float32Off(), frozenset({"float64"})) is None, "equivalent in float64"
+    assert changed_output(clean, Float32Off(), frozenset({"float64", "float32"})) == (
+        "scalar_mix() in float32: values differ"
+    )
 
 
 def _pytest(*args: str) -> subprocess.CompletedProcess:
