@@ -12,6 +12,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -34,30 +35,14 @@ BROKEN = ROOT / "tests" / "broken"
 # adapter in the harness's own process, where os._exit and a leaked thread reach pytest itself.
 IN_PROCESS = ["--in-process"]
 
-# A pytest plugin that records, at the start of the session, how often the harness's hooks are
-# registered and where every module of the suite was imported from.
-PROBE = """
-import json, os, sys
-
-def pytest_sessionstart(session):
-    pm = session.config.pluginmanager
-    impls = [
-        i for i in pm.hook.pytest_collection_modifyitems.get_hookimpls()
-        if getattr(i.function, "__module__", "").endswith("conformance.plugin")
-    ]
-    names = [n for n, p in pm.list_name_plugin() if getattr(p, "__name__", "").endswith("conformance.plugin")]
-    modules = {
-        n: getattr(m, "__file__", None) for n, m in list(sys.modules.items())
-        if n.split(".")[0] in ("elmo_conformance", "conformance", "fixtures", "reference", "adapters", "spec")
-    }
-    with open(os.environ["ELMO_PROBE_OUT"], "w") as handle:
-        json.dump({"hookimpls": len(impls), "names": names, "modules": modules}, handle)
-"""
+# A pytest plugin that records how often the harness's hooks are registered and where every
+# module of the suite was imported from; copied into the folder a test puts on PYTHONPATH.
+PROBE = ROOT / "tests" / "examples" / "elmo_probe.py"
 
 
 def probe(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "elmo_probe.py").write_text(PROBE, encoding="utf-8")
+    shutil.copy(PROBE, folder / "elmo_probe.py")
     return folder
 
 

@@ -112,23 +112,7 @@ mylib = "mylib:MyLibAdapter"
 packages = ["mylib"]
 """
 
-PROBE = """
-import json, os, sys
-
-def pytest_sessionstart(session):
-    pm = session.config.pluginmanager
-    impls = [
-        i for i in pm.hook.pytest_collection_modifyitems.get_hookimpls()
-        if getattr(i.function, "__module__", "").endswith("conformance.plugin")
-    ]
-    names = [n for n, p in pm.list_name_plugin() if getattr(p, "__name__", "").endswith("conformance.plugin")]
-    modules = {
-        n: getattr(m, "__file__", None) for n, m in list(sys.modules.items())
-        if n.split(".")[0] in ("elmo_conformance", "conformance", "fixtures", "reference", "adapters", "spec")
-    }
-    with open(os.environ["ELMO_PROBE_OUT"], "w") as handle:
-        json.dump({"hookimpls": len(impls), "names": names, "modules": modules}, handle)
-"""
+PROBE = ROOT / "tests" / "examples" / "elmo_probe.py"  # the plugin that reports registrations and imports
 
 
 @dataclass
@@ -224,7 +208,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
     (work / "thirdparty.py").write_text(THIRD_PARTY, encoding="utf-8")
     probe = tmp / "probe"
     probe.mkdir()
-    (probe / "elmo_probe.py").write_text(PROBE, encoding="utf-8")
+    shutil.copy(PROBE, probe / "elmo_probe.py")
     return Installed(wheel, python, venv / "bin" / "elmo-conformance", site, work, probe, env)
 
 
