@@ -4,6 +4,7 @@ import numpy as np
 
 from elmo_conformance import reference
 from elmo_conformance.adapters.numpy import NumpyAdapter
+from elmo_conformance.adapters.numpy.mutants import substitute
 
 
 def standardize(X):
@@ -17,12 +18,8 @@ class SampleStd(NumpyAdapter):
     name = "sample-std"
 
     def fit_linear_probe(self, features, labels, n_classes, l2=1e-3, steps=200, lr=0.5):
-        clean = reference.probe.standardize
-        reference.probe.standardize = standardize
-        try:
+        with substitute(reference.probe, "standardize", standardize):
             return reference.fit_linear_probe(features, labels, n_classes, l2=l2, steps=steps, lr=lr)
-        finally:
-            reference.probe.standardize = clean
 
 
 adapter = SampleStd()
