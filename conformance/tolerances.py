@@ -15,17 +15,20 @@ import jsonschema
 
 from .spec import SPEC_DIR
 
-QUANTITIES = (
-    "layers",
-    "logits",
-    "loss",
-    "loss_grad",
-    "layers_vjp",
-    "mix",
-    "mix_vjp",
-    "probe_weights",
-    "finite_difference",
-)
+
+def quantities(data: dict[str, Any]) -> tuple[str, ...]:
+    """The quantities a tolerances table gives CPU values for, in the order it first names them.
+
+    spec/tolerances.json is their one source: QUANTITIES below is read from it, and the enum of
+    quantity names in spec/schemas/tolerances.schema.json is rendered from it by
+    scripts/render_docs.py (tests/test_rendered_docs.py checks it is)."""
+    found: dict[str, None] = {}
+    for by_quantity in data["dtypes"].values():
+        found.update(dict.fromkeys(by_quantity))
+    return tuple(found)
+
+
+QUANTITIES = quantities(json.loads((SPEC_DIR / "tolerances.json").read_text(encoding="utf-8")))
 
 
 @cache
