@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 from elmo_conformance.fixtures.manifest import verify_manifest
-from elmo_conformance.resources import FINISHED_ENV, INTERNAL_REPORT_ENV, PLUGIN, project_relative, suite_dir
+from elmo_conformance.resources import FINISHED_ENV, PLUGIN, RUN_ID_ENV, RUN_REPORT_ENV, project_relative, suite_dir
 
 from . import components
 from .case import CallAbandoned, Case
@@ -41,7 +41,8 @@ DTYPES = ("float64", "float32")
 _CASES = pytest.StashKey[list]()
 _ACTIVE = pytest.StashKey[bool]()
 _FINISHED = pytest.StashKey[str]()
-_INTERNAL_REPORT = pytest.StashKey[str]()
+_RUN_ID = pytest.StashKey[str]()
+_RUN_REPORT = pytest.StashKey[str]()
 
 # The default profile: derandomized (a run is reproducible), and no shrinking: a failing example is
 # reported as found, with its labelled draws (strategies.py), so a failing run costs about what a
@@ -136,7 +137,9 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     config.stash[_ACTIVE] = True
     config.stash[_FINISHED] = os.environ.pop(FINISHED_ENV, "")  # not inherited by adapter processes
-    config.stash[_INTERNAL_REPORT] = os.environ.pop(INTERNAL_REPORT_ENV, "")
+    # The entry point's run id and its private copy of the report (elmo_conformance.running).
+    config.stash[_RUN_ID] = os.environ.pop(RUN_ID_ENV, "")
+    config.stash[_RUN_REPORT] = os.environ.pop(RUN_REPORT_ENV, "")
     config.addinivalue_line("markers", "spec(*sections): the spec sections a conformance test checks")
     config.addinivalue_line("markers", "requires(capability): skip unless the adapter declares it (§11)")
     config.addinivalue_line("markers", "dtypes(*names): run only in these dtypes")
@@ -241,7 +244,18 @@ def _pytest_is_the_program() -> bool:
 
 
 def _report_paths(config: pytest.Config) -> list[tuple[str, Path]]:
-    return [(option, Path(value)) for option in ("report", "pass_table") if (value := config.getoption(option, None))]
+    """The reports this run writes: the user's --report and --pass-table, and the entry point's
+    private copy of the report ("run_report")."""
+    paths = [(option, Path(value)) for option in ("report", "pass_table") if (value := config.getoption(option, None))]
+    private = config.stash.get(_RUN_REPORT, "")
+    return paths + ([("run_report", Path(private))] if private else [])
+
+
+def _stamp(config: pytest.Config, record: dict) -> dict:
+    """`record` with this run's id (when the entry point gave one): the supervisor judges a run only
+    by a report that carries it."""
+    run_id = config.stash.get(_RUN_ID, "")
+    return {**record, "run_id": run_id} if run_id else record
 
 
 def start_reports(config: pytest.Config) -> None:
@@ -250,11 +264,12 @@ def start_reports(config: pytest.Config) -> None:
     (refused, interrupted, or its process killed) never leaves an older passing report in place."""
     for option, path in _report_paths(config):
         flag = "--" + option.replace("_", "-")
+        placeholder = json.dumps(_stamp(config, {"suite": "elmo-conformance", "complete": False})) + "\n"
         if path.is_dir():
             raise pytest.UsageError(f"{flag} {path}: is a directory; give a file path such as {path / 'report.json'}")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps({"suite": "elmo-conformance", "complete": False}) + "\n", encoding="utf-8")
+            path.write_text(placeholder, encoding="utf-8")
         except OSError as exc:
             raise pytest.UsageError(f"{flag} {path}: cannot be written: {exc.strerror or exc}") from None
 
@@ -262,9 +277,9 @@ def start_reports(config: pytest.Config) -> None:
 def refuse(config: pytest.Config, reason: str) -> NoReturn:
     """Stop before any test with `reason`, recording the refusal in the --report file."""
     for option, path in _report_paths(config):
-        if option == "report":
+        if option in ("report", "run_report"):
             record = {"suite": "elmo-conformance", "complete": True, "refused": reason, "exit_status": 4, "tests": []}
-            path.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+            path.write_text(json.dumps(_stamp(config, record), indent=1) + "\n", encoding="utf-8")
         else:
             path.unlink(missing_ok=True)
     raise pytest.UsageError(reason)
@@ -424,7 +439,7 @@ class Recorder:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         if self.config.getoption("report", None) or self.config.getoption("conformance_html", None):
-            margins.activate(self.margins)  # only when written: a mutation worker's runs skip the cost
+            margins.activate(self.margins)  # only when written for a user: a mutation worker's runs skip the cost
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """The number of tests this run is to run, recorded in the report as `collected`: the
@@ -457,7 +472,8 @@ class Recorder:
             margins.activate(None)
         path = self.config.getoption("report", None)
         html = self.config.getoption("conformance_html", None)
-        if not path and not html:
+        private = self.config.stash.get(_RUN_REPORT, "")
+        if not path and not html and not private:
             return
         adapters = [
             {"impl": a.arg, "name": a.name, "capabilities": sorted(a.capabilities), "device": a.device}
@@ -472,22 +488,39 @@ class Recorder:
             self.config.invocation_params.args,
         )
         report["collected"] = self.collected
-        internal = bool(path) and path == self.config.stash.get(_INTERNAL_REPORT, "")
+        report = _stamp(self.config, report)
+        pages = [document.html_beside(path)] if path else []
+        pages += [Path(html)] if html else []
+        if pages:  # the page is part of the report: written first, so that a failure shows in the JSON too
+            self.page_error = self._write_pages(report, pages)
+            if self.page_error:
+                report["exit_status"] = max(int(exitstatus), int(pytest.ExitCode.INTERNAL_ERROR))
+                report["page_error"] = self.page_error
+                session.exitstatus = report["exit_status"]
         if path:
-            written = str(document.write(report, path))
-            if not internal:  # the console command's own report, for its check: not the user's
-                self.written.append(written)
-        pages = ([document.html_beside(path)] if path and not internal else []) + ([Path(html)] if html else [])
-        if not pages:
-            return
+            try:
+                self.written.append(str(document.write(report, path)))
+            except OSError as exc:
+                self.page_error = f"--report {path}: cannot be written: {exc.strerror or exc}"
+                session.exitstatus = max(int(exitstatus), int(pytest.ExitCode.INTERNAL_ERROR))
+                report["exit_status"] = int(session.exitstatus)
+        if private:
+            document.write(report, private)
+
+    def _write_pages(self, report: dict, pages: list[Path]) -> str | None:
+        """Write the run's HTML page at each of `pages`; why not, or None."""
         try:
             from .report import render
 
             page = render.run_page(report)
         except ImportError as exc:  # the page needs jinja2 and matplotlib (requirements.txt)
-            self.page_error = f"the HTML page was not written: {exc} (pip install -r requirements.txt)"
-            return
-        self.written += [str(render.write(page, target)) for target in dict.fromkeys(pages)]
+            return f"the HTML page was not written: {exc} (pip install -r requirements.txt)"
+        for target in dict.fromkeys(pages):
+            try:
+                self.written.append(str(render.write(page, target)))
+            except OSError as exc:
+                return f"the HTML page {target} cannot be written: {exc.strerror or exc}"
+        return None
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.written:

@@ -19,3 +19,9 @@ _HERE = Path(__file__).resolve().parent
 _CHECKOUT = _HERE.parent
 if not (_HERE / "conformance").is_dir() and (_CHECKOUT / "conformance" / "plugin.py").is_file():
     __path__.append(str(_CHECKOUT))  # noqa: F821  (a package's __path__ is defined by the import system)
+
+
+# The one way to run the suite (elmo_conformance/running.py), imported after the search path is set.
+from elmo_conformance.running import RunResult, TestOutcome, run  # noqa: E402
+
+__all__ = ["RunResult", "TestOutcome", "__version__", "run"]

@@ -36,9 +36,12 @@ SUITE_INI = "suite.ini"
 # Set by the console command for its pytest process: a file the plugin writes when pytest has
 # finished (pytest_unconfigure), after which the process has only to exit.
 FINISHED_ENV = "ELMO_CONFORMANCE_FINISHED"
-# Set by the console command when the --report is its own temporary one (the user gave none): it is
-# written for the command to check, but no HTML page is made beside it and it is not announced.
-INTERNAL_REPORT_ENV = "ELMO_CONFORMANCE_INTERNAL_REPORT"
+# Set by the entry point (elmo_conformance.running) for its pytest process: an id that only this
+# run knows, stamped into every report the run writes, and a private path where the run writes its
+# own copy of the report, by which the run is judged (a --report path may be stale, read-only, or
+# written by another run at the same time).
+RUN_ID_ENV = "ELMO_CONFORMANCE_RUN_ID"
+RUN_REPORT_ENV = "ELMO_CONFORMANCE_RUN_REPORT"
 
 
 @cache

@@ -26,7 +26,7 @@ import elmo_conformance
 from elmo_conformance import cli
 from elmo_conformance.conformance.loading import AdapterLoadError, AdapterNameClash, load_adapter
 from elmo_conformance.fixtures.manifest import SPEC_VERSION
-from elmo_conformance.resources import ADAPTERS_GROUP, PLUGIN, checkout_root, spec_version
+from elmo_conformance.resources import ADAPTERS_GROUP, PLUGIN, spec_version
 
 ROOT = Path(__file__).resolve().parent.parent
 BROKEN = ROOT / "tests" / "broken"
@@ -198,68 +198,6 @@ def test_a_thread_the_adapter_leaves_running_does_not_hold_the_run(tmp_path: Pat
     assert time.monotonic() - started < 240
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["complete"] and report["exit_status"] == 0 and report["collected"] == len(report["tests"]) == 1
-
-
-# ------------------------------------------------------------------------------ supervise, with stand-ins for pytest
-
-
-def _stand_in(tmp_path: Path, body: str) -> tuple[list[str], Path, Path]:
-    script, report, finished = tmp_path / "stand_in.py", tmp_path / "report.json", tmp_path / "finished"
-    preamble = "import json, sys, threading, pathlib\nreport, finished = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])\n"
-    script.write_text(preamble + textwrap.dedent(body), encoding="utf-8")
-    return [sys.executable, str(script), str(report), str(finished)], report, finished
-
-
-def _report(exit_status: int, collected: int, ran: int) -> str:
-    tests = [{"nodeid": f"t{i}", "outcome": "passed"} for i in range(ran)]
-    return json.dumps({"complete": True, "exit_status": exit_status, "collected": collected, "tests": tests})
-
-
-def test_a_finished_run_whose_process_does_not_exit_is_stopped_and_its_report_decides(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    command, report, finished = _stand_in(
-        tmp_path,
-        f"""
-        report.write_text({_report(1, 2, 2)!r})
-        finished.write_text("finished")
-        threading.Thread(target=threading.Event().wait).start()  # Python waits for it forever
-        """,
-    )
-    started = time.monotonic()
-    assert cli.supervise(command, {}, report, finished, exit_grace=1.0) == 1
-    assert time.monotonic() - started < 30
-    assert "had finished but did not exit" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize(
-    "body, status, reason",
-    [
-        ("pass", 3, "it wrote no report"),
-        ("report.write_text('{\"complete\": false}')", 3, "its report says the run did not finish"),
-        (f"report.write_text({_report(0, 3, 2)!r})", 3, "its report has outcomes for 2 of the 3 tests collected"),
-        (f"report.write_text({_report(1, 2, 2)!r})", 1, "pytest exited 0 but its report records exit status 1"),
-        (f"report.write_text({_report(0, 2, 2)!r})", 0, None),
-        ("import os, signal; os.kill(os.getpid(), signal.SIGKILL)", 3, "killed by SIGKILL"),
-    ],
-)
-def test_exit_status_0_needs_a_complete_report_with_every_outcome(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], body: str, status: int, reason: str | None
-) -> None:
-    command, report, finished = _stand_in(tmp_path, body)
-    assert cli.supervise(command, {}, report, finished) == status
-    err = capsys.readouterr().err
-    assert (reason in err) if reason else err == ""
-
-
-def test_test_ids_are_found_wherever_the_suite_is(tmp_path: Path) -> None:
-    root = ROOT if checkout_root() else None
-    assert root is not None
-    nodeid = "conformance/test_bilm.py::test_padding_never_leaks[mine-float64]"
-    args = cli.suite_arguments(["--impl", "mine.py", "-k", "conformance", nodeid], cwd=tmp_path)
-    assert args[:4] == ["-c", str(ROOT / "conformance" / "suite.ini"), "--rootdir", str(ROOT)]
-    assert args[4:] == ["--impl", "mine.py", "-k", "conformance", str(ROOT / "conformance/test_bilm.py") + nodeid[24:]]
-    assert cli.suite_arguments(["--impl", "numpy"], cwd=tmp_path)[4:] == [str(ROOT / "conformance"), "--impl", "numpy"]
 
 
 # ------------------------------------------------------------------------------ adapters by entry point
