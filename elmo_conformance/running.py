@@ -65,6 +65,7 @@ class RunResult:
     output: str | None = None  # stdout and stderr, when captured
     notes: list[str] = field(default_factory=list)  # what the supervision had to say
     command: list[str] = field(default_factory=list)
+    timed_out: bool = False  # stopped at its deadline_s
 
     @property
     def passed(self) -> bool:
@@ -248,6 +249,7 @@ def run_args(
         output,
         notes,
         command,
+        seen.timed_out,
     )
 
 

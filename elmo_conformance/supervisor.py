@@ -107,6 +107,7 @@ class Supervised:
     report: dict[str, Any] | None
     problem: str | None
     notes: list[str]
+    timed_out: bool = False  # stopped at its deadline
 
 
 def _signal_group(process: subprocess.Popen, sig: int) -> None:
@@ -154,7 +155,7 @@ def supervise(
     complete = CompleteWatch(run_report, run_id)
     since: dict[str, float] = {}  # "finished", "complete" -> when first seen
     stopped: str | None = None
-    interrupted = False
+    interrupted = timed_out = False
     try:
         while True:
             try:
@@ -177,6 +178,7 @@ def supervise(
                     )
             if stopped is None and deadline_s is not None and now - started > deadline_s:
                 stopped = f"the run took longer than its deadline of {deadline_s:g} s; stopped it"
+                timed_out = True
             if stopped is not None:
                 code = _end_group(process)
                 break
@@ -201,9 +203,8 @@ def supervise(
         status = data.get("exit_status") if data and finished_report else None
         code = status if isinstance(status, int) else NOT_FINISHED
         notes.append(f"{stopped}; exit status {code}" + (", from its report" if isinstance(status, int) else ""))
-        return Supervised(
-            code, data, None if isinstance(status, int) else (problem(data, why, run_id) or stopped), notes
-        )
+        reason = None if isinstance(status, int) else (stopped if timed_out else problem(data, why, run_id) or stopped)
+        return Supervised(code, data, reason, notes, timed_out and not isinstance(status, int))
     if code < 0:
         try:
             name = signal.Signals(-code).name

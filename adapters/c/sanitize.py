@@ -23,6 +23,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from elmo_conformance.running import run_args
+
 from .build import COMMON, SANITIZED, build, compiler
 
 CANARY = r"""
@@ -91,15 +93,16 @@ def main(argv: list[str] | None = None) -> int:
         program = build(sanitize=True)
         log = work / "elmo-c.stderr"
         impl = "cmd:" + shlex.join(logged(program, log))
-        command = [sys.executable, "-m", "pytest", "conformance", "--impl", impl, "-p", "no:cacheprovider"]
-        done = subprocess.run([*command, *pytest_args], env=sanitizer_environment())
+        done = run_args(["--impl", impl, "-p", "no:cacheprovider", *pytest_args], env=sanitizer_environment())
         found = reports(log)
         if found:
             print(f"\n==== elmo-c's standard error ====\n{log.read_text(errors='replace')[-20000:]}", file=sys.stderr)
             print(f"sanitize: {len(found)} sanitizer report(s) from elmo-c, first: {found[0]}", file=sys.stderr)
             return 1
-        print(f"sanitize: no sanitizer report from elmo-c; the suite exited {done.returncode}", flush=True)
-        return done.returncode
+        print(f"sanitize: no sanitizer report from elmo-c; the suite exited {done.exit_status}", flush=True)
+        for note in done.notes:
+            print(f"sanitize: {note}", flush=True)
+        return done.exit_status
 
 
 if __name__ == "__main__":

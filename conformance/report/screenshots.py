@@ -7,11 +7,12 @@ writes docs/dashboard.png, each by headless Chromium's --screenshot."""
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+
+from elmo_conformance.running import run_args
 
 from ..loading import available_builtins
 from .browser import screenshot
@@ -23,11 +24,10 @@ BROKEN = ROOT / "tests" / "broken" / "raises.py"
 
 
 def run_suite(report: Path, *args: str) -> Path:
-    """`pytest conformance --report REPORT ARGS` from the checkout; the report, which it must write."""
-    command = [sys.executable, "-m", "pytest", "conformance", "-q", "-p", "no:cacheprovider", "--report", str(report)]
-    done = subprocess.run([*command, *args], cwd=ROOT, capture_output=True, text=True)
-    if not report.is_file() or done.returncode not in (0, 1):
-        raise SystemExit(f"the suite did not write {report} (exit {done.returncode}):\n{done.stdout[-3000:]}")
+    """The suite with ARGS through the one entry point, writing REPORT; the report, which it must write."""
+    result = run_args(["-q", "-p", "no:cacheprovider", "--report", str(report), *args], capture=True)
+    if not result.complete or not report.is_file():
+        raise SystemExit(f"the suite did not write {report}:\n{result.describe()}")
     return report
 
 
