@@ -1,4 +1,5 @@
-"""The biLM: each adapter's bilm_loss_grad against torch's packed nn.LSTM (bench/baseline.py).
+"""The biLM: each adapter's bilm_loss_grad against torch's packed nn.LSTM (bench/baseline.py), and
+against the reference implementation (numpy) when it is among the adapters timed.
 
 Both sides get the same parameters, ids and lengths, in the same dtype, and compute the loss and
 every gradient (§6.1). Before timing, each adapter's loss is checked against the baseline's, so
@@ -20,6 +21,7 @@ from .flops import bilm_loss_grad_flops
 from .timing import interleaved
 
 BASELINE = "torch packed nn.LSTM"
+REFERENCE = "numpy"  # the reference implementation: every other contender's time is also given against it
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,7 @@ def compare(
     if BASELINE not in timings:
         raise RuntimeError(f"the baseline failed: {errors[BASELINE]}")
     base = timings[BASELINE].median
+    reference = timings.get(REFERENCE)
     rows = {}
     for name, timing in timings.items():
         rate = flops / timing.median
@@ -91,6 +94,8 @@ def compare(
             **timing.as_json(),
             "ratio_to_baseline": timing.median / base,
             "ratio_of_min_to_baseline": min(timing.times) / min(timings[BASELINE].times),
+            "ratio_to_reference": timing.median / reference.median if reference else None,
+            "ratio_of_min_to_reference": min(timing.times) / min(reference.times) if reference else None,
             "flops_per_s": rate,
             "fraction_of_peak": rate / peak if peak else None,
         }
@@ -100,6 +105,7 @@ def compare(
         "lengths": lengths.tolist(),
         "flops": flops,
         "baseline": BASELINE,
+        "reference": REFERENCE if reference else None,
         "torch_threads": torch.get_num_threads(),
         "results": rows,
         "skipped": skipped,

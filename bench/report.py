@@ -97,16 +97,22 @@ def _suite_row(run: dict, suffix: str = "") -> str:
 
 
 def _race(part: dict) -> list[str]:
+    reference = part.get("reference")
+    against = f" | ratio to {reference}: medians, minimums" if reference else ""
     lines = [
-        "| contender | median | ratio to baseline: medians, minimums | GFLOP/s | of peak |",
-        "|---|---|---|---|---|",
+        f"| contender | median | ratio to baseline: medians, minimums{against} | GFLOP/s | of peak |",
+        "|---|---|---|---|---|" + ("---|" if reference else ""),
     ]
     for name, row in part["results"].items():
-        lines.append(
-            f"| {name} | {_s(row['median_s'])} | {_x(row['ratio_to_baseline'])}, {_x(row['ratio_of_min_to_baseline'])} "
-            f"| {_gf(row.get('flops_per_s'))} | {_pct(row.get('fraction_of_peak'))} |"
+        to_reference = (
+            f" | {_x(row['ratio_to_reference'])}, {_x(row['ratio_of_min_to_reference'])}" if reference else ""
         )
-    lines += [f"| {name} | skipped | {reason} | | |" for name, reason in part.get("skipped", {}).items()]
+        lines.append(
+            f"| {name} | {_s(row['median_s'])} | {_x(row['ratio_to_baseline'])}, {_x(row['ratio_of_min_to_baseline'])}"
+            f"{to_reference} | {_gf(row.get('flops_per_s'))} | {_pct(row.get('fraction_of_peak'))} |"
+        )
+    empty = " |" if reference else ""
+    lines += [f"| {name} | skipped | {reason}{empty} | | |" for name, reason in part.get("skipped", {}).items()]
     return lines
 
 
