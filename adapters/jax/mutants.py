@@ -17,12 +17,12 @@ from __future__ import annotations
 import numbers
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from types import MappingProxyType
 from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
 
+from elmo_conformance.adapters.mutant_table import mutants_in
 from elmo_conformance.reference import validate
 
 from .adapter import JaxAdapter
@@ -249,20 +249,5 @@ class XLrUnchecked(JaxAdapter):
     description = "V22 is not checked: a learning rate of 0, below 0 or NaN is accepted"
 
 
-MUTANTS: Mapping[str, Callable[[], JaxAdapter]] = MappingProxyType(
-    {
-        "s01": S01RawWeights,
-        "s02": S02NoGamma,
-        "s03": S03ForwardReadsBackward,
-        "s04": S04FlipPadded,
-        "s05": S05LeftReversed,
-        "s06": S06BackwardPaddingKept,
-        "s07": S07ForwardScoresCurrent,
-        "s08": S08BackwardScoresCurrent,
-        "s09": S09NotFolded,
-        "s10": S10Ascent,
-        "x-padded-ids-unchecked": XPaddedIdsUnchecked,
-        "x-integer-s-accepted": XIntegerSAccepted,
-        "x-lr-unchecked": XLrUnchecked,
-    }
-)
+# Every mutant class above, by the id its docstring opens with (adapters/mutant_table.py).
+MUTANTS: Mapping[str, Callable[[], JaxAdapter]] = mutants_in(globals(), JaxAdapter)

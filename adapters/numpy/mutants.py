@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
-from types import MappingProxyType, ModuleType
+from types import ModuleType
 from typing import Any, ClassVar
 
 import numpy as np
@@ -30,6 +30,7 @@ import elmo_conformance.reference.bilm
 import elmo_conformance.reference.loss
 import elmo_conformance.reference.probe  # noqa: F401  (reference.bilm, .loss, .probe below)
 from elmo_conformance import reference
+from elmo_conformance.adapters.mutant_table import mutants_in
 from elmo_conformance.adapters.protocol import METHODS
 from elmo_conformance.reference import validate
 
@@ -284,20 +285,5 @@ class XLrUnchecked(Substituted):
         _check_fit_settings(n_classes, steps, 0.5 if real else lr, l2)
 
 
-MUTANTS: Mapping[str, Callable[[], NumpyAdapter]] = MappingProxyType(
-    {
-        "s01": S01RawWeights,
-        "s02": S02NoGamma,
-        "s03": S03ForwardReadsBackward,
-        "s04": S04FlipPadded,
-        "s05": S05LeftReversed,
-        "s06": S06BackwardPaddingKept,
-        "s07": S07ForwardScoresCurrent,
-        "s08": S08BackwardScoresCurrent,
-        "s09": S09NotFolded,
-        "s10": S10Ascent,
-        "x-padded-ids-unchecked": XPaddedIdsUnchecked,
-        "x-integer-s-accepted": XIntegerSAccepted,
-        "x-lr-unchecked": XLrUnchecked,
-    }
-)
+# Every mutant class above, by the id its docstring opens with (adapters/mutant_table.py).
+MUTANTS: Mapping[str, Callable[[], NumpyAdapter]] = mutants_in(globals(), NumpyAdapter)

@@ -16,12 +16,13 @@ from __future__ import annotations
 import numbers
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from types import MappingProxyType
 from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor
+
+from elmo_conformance.adapters.mutant_table import mutants_in
 
 from . import adapter as adapter_module
 from . import validate
@@ -230,20 +231,5 @@ class XLrUnchecked(TorchAdapter):
     description = "V22 is not checked: a learning rate of 0, below 0 or NaN is accepted"
 
 
-MUTANTS: Mapping[str, Callable[[], TorchAdapter]] = MappingProxyType(
-    {
-        "s01": S01RawWeights,
-        "s02": S02NoGamma,
-        "s03": S03ForwardReadsBackward,
-        "s04": S04FlipPadded,
-        "s05": S05LeftReversed,
-        "s06": S06BackwardPaddingKept,
-        "s07": S07ForwardScoresCurrent,
-        "s08": S08BackwardScoresCurrent,
-        "s09": S09NotFolded,
-        "s10": S10Ascent,
-        "x-padded-ids-unchecked": XPaddedIdsUnchecked,
-        "x-integer-s-accepted": XIntegerSAccepted,
-        "x-lr-unchecked": XLrUnchecked,
-    }
-)
+# Every mutant class above, by the id its docstring opens with (adapters/mutant_table.py).
+MUTANTS: Mapping[str, Callable[[], TorchAdapter]] = mutants_in(globals(), TorchAdapter)
