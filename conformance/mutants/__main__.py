@@ -12,6 +12,7 @@ import math
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from elmo_conformance.conformance.loading import BUILTINS, missing_packages
@@ -33,12 +34,24 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _positive(text: str) -> float:
-    """A finite number of seconds (or a factor) > 0: a deadline of inf or nan is no deadline."""
-    value = float(text)
-    if not (value > 0 and math.isfinite(value)):
-        raise argparse.ArgumentTypeError(f"expected a finite number > 0, got {text}")
-    return value
+def _bounded(largest: float, unit: str) -> Callable[[str], float]:
+    """A number in (0, largest]: a deadline of inf or nan is no deadline, and one beyond `largest`
+    (1e300 x a test's time) overflows the clock arithmetic it enters."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not (value > 0 and math.isfinite(value)) or value > largest:
+            raise argparse.ArgumentTypeError(f"expected a number > 0 and <= {largest:g}{unit}, got {text}")
+        return value
+
+    return parse
+
+
+FACTOR = _bounded(1000.0, "")  # x the baseline time of a mutant's tests
+SECONDS = _bounded(7 * 24 * 3600.0, " seconds (a week)")
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -61,14 +74,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=_cores(), help="worker processes (default: cores, %(default)s)")
     parser.add_argument(
         "--timeout-factor",
-        type=_positive,
+        type=FACTOR,
         default=3.0,
         help="a mutant's run times out after timeout-min + factor x its tests' baseline time (default %(default)s)",
     )
-    parser.add_argument("--timeout-min", type=_positive, default=20.0, help="seconds (default %(default)s)")
+    parser.add_argument("--timeout-min", type=SECONDS, default=20.0, help="seconds (default %(default)s)")
     parser.add_argument(
         "--baseline-timeout",
-        type=_positive,
+        type=SECONDS,
         default=900.0,
         metavar="SECONDS",
         help="a worker's share of a clean baseline run that takes longer is stopped and the run fails "

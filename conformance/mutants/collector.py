@@ -44,6 +44,78 @@ class Coverage:
         self._profile = self._test = None
 
 
+class LineCoverage:
+    """Which lines of the given Python files each test runs: coverage.py's C tracer with one
+    dynamic context per test, limited to those files (generated mutants, spec §13.3). Lines run
+    outside any test (while importing) are in no test's set; the runner treats a module-level
+    line as reached by every test."""
+
+    def __init__(self, files: Iterable[str]) -> None:
+        import coverage
+
+        self.files = [str(f) for f in files]
+        self._coverage = coverage.Coverage(data_file=None, include=self.files, config_file=False)
+        self._started = False
+
+    def begin(self, nodeid: str) -> None:
+        if not self._started:
+            self._coverage.start()
+            self._started = True
+        self._coverage.switch_context(nodeid)
+
+    def end(self) -> None:
+        if self._started:
+            self._coverage.switch_context("")
+
+    def result(self) -> dict[str, dict[int, list[str]]]:
+        if not self._started:
+            return {}
+        self._coverage.stop()
+        data = self._coverage.get_data()
+        out: dict[str, dict[int, list[str]]] = {}
+        for file in data.measured_files():
+            by_line = data.contexts_by_lineno(file)
+            out[file] = {line: sorted(c for c in contexts if c) for line, contexts in by_line.items()}
+        return out
+
+
+class CallRecorder:
+    """Which protocol functions each test calls on a process (`cmd:`, §15): the map from a
+    compiled program's code to the tests that can reach it (spec §13.3)."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, set[str]] = {}
+        self._test: str | None = None
+        self._patched = False
+
+    def begin(self, nodeid: str) -> None:
+        if not self._patched:
+            from .. import process
+
+            original = process.ProcessAdapter.call
+            recorder = self
+
+            def call(adapter, function, bound, mutant):  # noqa: ANN001, ANN202
+                if recorder._test is not None:
+                    recorder.calls.setdefault(function.name, set()).add(recorder._test)
+                return original(adapter, function, bound, mutant)
+
+            process.ProcessAdapter.call = call  # type: ignore[method-assign]
+            self._original, self._patched = original, True
+        self._test = nodeid
+
+    def end(self) -> None:
+        self._test = None
+
+    def result(self) -> dict[str, list[str]]:
+        if self._patched:
+            from .. import process
+
+            process.ProcessAdapter.call = self._original  # type: ignore[method-assign]
+            self._patched = False
+        return {name: sorted(tests) for name, tests in self.calls.items()}
+
+
 class Collector:
     def __init__(
         self,
@@ -53,6 +125,8 @@ class Collector:
         fail_fast: bool = False,
         coverage: Coverage | None = None,
         shard: tuple[int, int] = (0, 1),
+        lines: LineCoverage | None = None,
+        calls: CallRecorder | None = None,
     ) -> None:
         self.send = send
         self.order = order
@@ -60,12 +134,15 @@ class Collector:
         self.must_run = set(must_run)
         self.fail_fast = fail_fast
         self.coverage = coverage
+        self.tracers = [t for t in (coverage, lines, calls) if t is not None]
         self.outcomes: dict[str, TestOutcome] = {}
         self.locations: dict[str, tuple[str, int]] = {}
         self.collect_errors: list[str] = []
         self.indices: dict[str, int] = {}
         self.adapters: dict[str, str] = {}  # nodeid -> the name of the adapter its case checks
         self.session: pytest.Session | None = None
+        self.stopped = False  # --fail-fast stopped the session (pytest then exits with code 2)
+        self.specs: dict[str, tuple[str, ...]] = {}  # nodeid -> spec sections
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.session = session
@@ -78,6 +155,9 @@ class Collector:
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         self.indices = {item.nodeid: i for i, item in enumerate(items)}
         for item in items:
+            marker = item.get_closest_marker("spec") if hasattr(item, "get_closest_marker") else None
+            if marker is not None:
+                self.specs[item.nodeid] = tuple(str(section) for section in marker.args)
             case = getattr(getattr(item, "callspec", None), "params", {}).get("case")
             name = getattr(getattr(case, "impl", None), "name", None)
             if isinstance(name, str):
@@ -98,12 +178,12 @@ class Collector:
 
     def pytest_runtest_logstart(self, nodeid: str, location: tuple) -> None:
         self.send(("start", nodeid))
-        if self.coverage is not None:
-            self.coverage.begin(nodeid)
+        for tracer in self.tracers:
+            tracer.begin(nodeid)
 
     def pytest_runtest_logfinish(self, nodeid: str, location: tuple) -> None:
-        if self.coverage is not None:
-            self.coverage.end()
+        for tracer in self.tracers:
+            tracer.end()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if not is_final(report):
@@ -127,11 +207,13 @@ class Collector:
             message=None if report.passed else _message(report),
             index=self.indices.get(report.nodeid, 0),
             adapter=self.adapters.get(report.nodeid),
+            spec=self.specs.get(report.nodeid, ()),
         )
         self.outcomes[report.nodeid] = result
         self.send(("test", result))
         if self.fail_fast and self.session is not None and self._stop_now():
             self.session.shouldstop = "--fail-fast: the mutant is killed and its expected killers have run"
+            self.stopped = True
 
     def _stop_now(self) -> bool:
         killed = any(t.killed for t in self.outcomes.values())

@@ -20,6 +20,7 @@ class TestOutcome:
     message: str | None = None
     index: int = 0  # position in the collection order
     adapter: str | None = None  # the name of the adapter its case checks; None: the suite checking itself
+    spec: tuple[str, ...] = ()  # the spec sections the test checks (@pytest.mark.spec)
 
     @property
     def killed(self) -> bool:
@@ -37,6 +38,9 @@ class MutantInfo:
     end_line: int
     end_column: int
     covers: tuple[tuple[str, int, str], ...] | None  # code keys it replaces; None: unknown
+    start_column: int = 1
+    replacement: str | None = None  # a generated mutant's new text (Stryker's `replacement`)
+    language: str = "python"
 
 
 @dataclass
@@ -51,6 +55,8 @@ class Baseline:
     mutants: list[MutantInfo] = field(default_factory=list)
     tests: dict[str, TestOutcome] = field(default_factory=dict)
     coverage: dict[str, list[str]] = field(default_factory=dict)  # mutant id -> nodeids
+    lines: dict[str, dict[int, list[str]]] = field(default_factory=dict)  # file -> line -> nodeids that ran it
+    calls: dict[str, list[str]] = field(default_factory=dict)  # protocol function -> nodeids that called it
     duration: float = 0.0
     exit_code: int = 0
 
@@ -76,7 +82,9 @@ class Baseline:
 @dataclass
 class MutantRun:
     """One mutant through the suite. status is Stryker's: Killed, Survived, Timeout,
-    RuntimeError, NoCoverage, or Equivalent (reported as Ignored)."""
+    RuntimeError, NoCoverage, CompileError, or Ignored (only what the user excluded). Every mutant
+    is run: the equivalence pre-check only records what it saw change (`difference`); a survivor
+    in whose outputs it saw none is flagged `possibly_equivalent`."""
 
     impl: str
     mutant: str
@@ -87,6 +95,13 @@ class MutantRun:
     reason: str | None = None
     difference: str | None = None  # what the equivalence pre-check saw change
     duration: float = 0.0
+    prechecked: bool = False  # the equivalence pre-check ran on it
+    cached: bool = False  # the result comes from an earlier run's cache (incremental mode)
+
+    @property
+    def possibly_equivalent(self) -> bool:
+        """A survivor whose outputs the pre-check saw no difference in (§13.1)."""
+        return self.status == "Survived" and self.prechecked and self.difference is None
 
     @property
     def killers(self) -> list[str]:

@@ -22,7 +22,7 @@ from .runner import Results
 from .verdicts import NOT_APPLICABLE, NOT_DECLARED, NOT_RUN, NOT_TESTABLE, Verdict
 
 REPO = project_root()  # the repository root in a checkout, the package's folder when installed
-_STATUS = {"Equivalent": "Ignored", NOT_TESTABLE: "Ignored"}
+_STATUS = {NOT_TESTABLE: "Ignored"}
 
 
 def _relative(path: str) -> str:

@@ -12,7 +12,7 @@ _WORDS = {
     "Survived": "SURVIVED",
     "Timeout": "timeout",
     "RuntimeError": "error",
-    "Equivalent": "equivalent",
+    "CompileError": "compile error",
     "NoCoverage": "no coverage",
     "NotDeclared": "not declared",
     "NotTestable": "not testable",
@@ -29,6 +29,8 @@ def cell(verdict: Verdict | None) -> str:
         text = f"killed ({len(verdict.killers)})"
     else:
         text = _WORDS.get(verdict.status, verdict.status)
+    if verdict.run is not None and verdict.run.possibly_equivalent:
+        text += " (possibly equivalent)"
     return text + (" !" if verdict.failure else "")
 
 

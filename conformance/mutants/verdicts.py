@@ -98,8 +98,8 @@ def _expected(verdict: Verdict, baseline: Baseline, run: MutantRun, expected: li
 def _failure(verdict: Verdict, run: MutantRun) -> str | None:
     n = len(run.tests)
     reasons = {
-        "Survived": f"survived: all {n} tests that reach it passed",
-        "Equivalent": f"is equivalent: it {run.reason}",
+        "Survived": f"survived: all {n} tests that reach it passed"
+        + (" (possibly equivalent: the pre-check saw no output change)" if run.possibly_equivalent else ""),
         "NoCoverage": f"was not tested: {run.reason}",
         "RuntimeError": f"could not be judged, the run broke: {run.reason}",
     }
@@ -134,9 +134,13 @@ def judge_one(impl: str, baseline: Baseline, mutant: str, catalog_entry: dict | 
     verdict.run, verdict.status, verdict.killers = run, run.status, run.killers
     if run.difference:
         verdict.notes.append(f"pre-check: {run.difference}")
+    elif run.possibly_equivalent:
+        verdict.notes.append("possibly equivalent: the equivalence pre-check saw no output change (§13.1)")
     if catalog_entry is not None:
         if run.status in ("Killed", "Timeout", "Survived"):
             _expected(verdict, baseline, run, list(catalog_entry["expected_killers"]))
+        verdict.failure = _failure(verdict, run)
+    elif run.status == "RuntimeError":  # an extra mutant that could not be judged: nothing was checked
         verdict.failure = _failure(verdict, run)
     return verdict
 

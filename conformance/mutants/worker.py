@@ -24,7 +24,7 @@ from elmo_conformance.conformance.loading import AdapterLoadError, load_adapter,
 from elmo_conformance.conformance.protocol import protocol
 from elmo_conformance.resources import pytest_config_args
 
-from .collector import Collector, Coverage, Send
+from .collector import CallRecorder, Collector, Coverage, LineCoverage, Send
 from .declared import declared_mutants, describe
 from .equivalence import changed_output
 from .model import Baseline, MutantRun
@@ -41,6 +41,9 @@ class BaselineJob:
     impl: str
     shard: int = 0  # this job runs every `shards`-th test from the `shard`-th: the workers share a baseline
     shards: int = 1
+    select: str | None = None  # pytest -k: only these tests of the suite
+    lines: tuple[str, ...] = ()  # Python files whose lines each test runs are recorded (generated mutants)
+    record_calls: bool = False  # record which protocol functions each test calls (generated mutants)
 
 
 @dataclass(frozen=True)
@@ -50,9 +53,10 @@ class MutantJob:
     order: tuple[str, ...]  # nodeids to run, expected killers first
     must_run: frozenset[str]  # the expected killers' nodeids
     fail_fast: bool
+    select: str | None = None  # pytest -k, as in the baseline
 
 
-def _pytest_args(impl: str, mutant: str | None = None) -> list[str]:
+def _pytest_args(impl: str, mutant: str | None = None, select: str | None = None) -> list[str]:
     # unraisableexception runs gc.collect() five times per session: about a second once torch is loaded.
     args = [str(SUITE), "--impl", impl, "-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:unraisableexception"]
     args += pytest_config_args()  # the suite's own pytest configuration, not the working directory's
@@ -60,7 +64,17 @@ def _pytest_args(impl: str, mutant: str | None = None) -> list[str]:
     # In-process: the worker is the isolation (a hang or crash costs the worker, not the run), and
     # a mutant's `replaces` coverage needs its code to run in this process.
     args += ["--in-process"]
+    args += ["-k", select] if select else []
     return args + (["--mutant", mutant] if mutant is not None else [])
+
+
+def exit_problem(exit_code: int, collector: Collector) -> str | None:
+    """Why a run's pytest exit code means it could not be judged, or None. Exit 2 after the
+    collector stopped the session itself (--fail-fast) is a finished run: pytest 9 reports a
+    session stopped early as interrupted."""
+    if collector.collect_errors or exit_code not in (0, 1, 5) and not (exit_code == 2 and collector.stopped):
+        return f"pytest exited with code {exit_code}" + "".join("\n" + e for e in collector.collect_errors)
+    return None
 
 
 def _register_profile() -> None:
@@ -85,15 +99,20 @@ def run_baseline(job: BaselineJob, send: Send) -> Baseline:
         baseline.error = f"{type(exc).__name__}: {exc}"
         return baseline
     coverage = Coverage(key for info in baseline.mutants for key in info.covers or ())
-    collector = Collector(send, coverage=coverage, shard=(job.shard, job.shards))
+    lines = LineCoverage(job.lines) if job.lines else None
+    calls = CallRecorder() if job.record_calls else None
+    collector = Collector(send, coverage=coverage, shard=(job.shard, job.shards), lines=lines, calls=calls)
     started = time.perf_counter()
-    baseline.exit_code = int(pytest.main(_pytest_args(job.impl), plugins=[collector]))
+    baseline.exit_code = int(pytest.main(_pytest_args(job.impl, select=job.select), plugins=[collector]))
+    if lines is not None:
+        baseline.lines = lines.result()
+    if calls is not None:
+        baseline.calls = calls.result()
     baseline.duration = time.perf_counter() - started
     baseline.tests = collector.outcomes
-    if collector.collect_errors or baseline.exit_code not in (0, 1, 5):
-        baseline.error = f"pytest exited with code {baseline.exit_code}" + "".join(
-            "\n" + error for error in collector.collect_errors
-        )
+    problem = exit_problem(baseline.exit_code, collector)
+    if problem:
+        baseline.error = problem
     for info in baseline.mutants:
         if info.covers is not None:
             reached = set().union(*(coverage.hits[key] for key in info.covers))
@@ -108,28 +127,37 @@ def run_mutant(job: MutantJob, send: Send) -> MutantRun:
         clean = load_adapter(job.impl)
         mutant = load_mutant(clean, job.mutant)
         send(("start", PRECHECK))
+        # The pre-check only records what it sees change; the mutant is run whatever it finds
+        # (§13.1): its few ordinary inputs cannot show what only special inputs reveal.
         run.difference = changed_output(clean.adapter, mutant.adapter, clean.capabilities)
+        run.prechecked = True
     except Exception as exc:
         run.status, run.reason = "RuntimeError", f"loading the mutant raised {type(exc).__name__}: {exc}"
-        return run
-    if run.difference is None:
-        run.status = "Equivalent"
-        run.reason = "changes no output of the adapter on the equivalence pre-check's inputs (spec §13.1)"
         return run
     if not job.order:
         run.status, run.reason = "NoCoverage", "no test of the clean run reaches the code it replaces"
         return run
+    return _run_tests(run, job.impl, job.mutant, job, send, started)
+
+
+def _run_tests(run: MutantRun, impl: str, mutant: str | None, job: MutantJob, send: Send, started: float) -> MutantRun:
+    """The mutant through its selected tests, in order; its status from their outcomes."""
     collector = Collector(send, order=list(job.order), must_run=job.must_run, fail_fast=job.fail_fast)
-    exit_code = int(pytest.main(_pytest_args(job.impl, job.mutant), plugins=[collector]))
+    exit_code = int(pytest.main(_pytest_args(impl, mutant, job.select), plugins=[collector]))
     run.duration = time.perf_counter() - started
     run.tests = collector.outcomes
-    if collector.collect_errors or exit_code not in (0, 1, 5):
-        run.status = "RuntimeError"
-        run.reason = f"pytest exited with code {exit_code}" + "".join("\n" + e for e in collector.collect_errors)
+    problem = exit_problem(exit_code, collector)
+    if problem:
+        run.status, run.reason = "RuntimeError", problem
     elif run.killers:
         run.status = "Killed"
     elif not run.tests:
         run.status, run.reason = "NoCoverage", "none of the selected tests was collected"
+    elif run.possibly_equivalent:
+        run.reason = (
+            f"survived all {len(run.tests)} tests that reach it, and changes no output of the adapter on the "
+            "equivalence pre-check's inputs: possibly equivalent (spec §13.1)"
+        )
     return run
 
 
