@@ -1,6 +1,11 @@
 """The bad inputs of spec §8: one valid input of every kind, and every row of the validation table
 (spec/validation.json) as changes of it, for every function the row names.
 
+`valid_arguments` is the one table of valid inputs by argument name (spec/protocol.json's names):
+the bad cases change it, and the mutation runner's equivalence pre-check calls every function on it
+as it is. The bad cases are written relative to its sizes (`V + 1`, `D + 1` rows), so the table can
+change without rewriting them; only V07's extra layer names its `L`.
+
 The validation tests (test_validation.py) call each function on each bad input and expect a
 ValueError naming the argument; the mutation runner's equivalence pre-check (§13.1) calls the
 clean adapter and each mutant on the same bad inputs, so that a mutant that only stops rejecting
@@ -11,11 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
-from .data import random_bilm
+from .data import probe_separable, random_bilm
 from .protocol import protocol
+
+N_LAYERS = 3  # L of the valid biLM below
 
 # The function groups §8 names, from spec/protocol.json.
 BILM = protocol().group("biLM functions")
@@ -43,26 +51,48 @@ class Inputs:
     settings: dict
 
 
+def valid_arguments(dtype: np.dtype) -> dict[str, Any]:
+    """One valid value for every argument name of spec/protocol.json, float arguments in `dtype`.
+
+    Chosen so that every catalog defect of §13 changes an output (the equivalence pre-check,
+    §13.1): three layers (§3.2 acts from layer 2), rows shorter than T (§3.3, §3.4), rows of length
+    >= 2 (§4.1), γ ≠ 1 and s far from softmax(s) (§5), and probe features far from the origin with
+    a constant column (§7.4)."""
+
+    def cast(x: np.ndarray) -> np.ndarray:
+        return x.astype(dtype)
+
+    rng = np.random.default_rng(13)
+    params, ids, lengths = random_bilm(13, 9, 4, N_LAYERS, [6, 4, 2, 7])
+    probe = probe_separable()
+    features, n_classes = cast(probe["features"]), int(probe["n_classes"])
+    return {
+        "params": {name: cast(value) for name, value in params.items()},
+        "ids": ids,
+        "lengths": lengths,
+        "g_layers": [cast(rng.standard_normal((*ids.shape, 8))) for _ in range(N_LAYERS + 1)],
+        "s": cast(np.array([0.2, 0.8, 1.8])),
+        "gamma": cast(np.array([1.5])),
+        "layers": [cast(rng.standard_normal((2, 3, 4))) for _ in range(3)],
+        "g_out": cast(rng.standard_normal((2, 3, 4))),
+        "features": features,
+        "labels": probe["labels"],
+        "n_classes": n_classes,
+        "l2": float(probe["l2"]),
+        "steps": int(probe["steps"]),
+        "lr": float(probe["lr"]),
+        "W": np.eye(features.shape[1], n_classes, dtype=dtype),  # only the first columns score: accuracy < 1
+        "b": np.zeros(n_classes, dtype=dtype),
+    }
+
+
+SETTINGS = ("l2", "steps", "lr")
+
+
 def valid_inputs() -> Inputs:
-    params, ids, lengths = random_bilm(11, 5, 2, 2, [4, 2, 3])
-    rng = np.random.default_rng(11)
-    features = np.concatenate([rng.normal(0, 1, (4, 3)), rng.normal(3, 1, (4, 3))])
-    return Inputs(
-        params=params,
-        ids=ids,
-        lengths=lengths,
-        g_layers=[rng.standard_normal((3, 4, 4)) for _ in range(3)],
-        s=np.zeros(3),
-        gamma=np.ones(1),
-        layers=[rng.standard_normal((2, 3)) for _ in range(3)],
-        g_out=rng.standard_normal((2, 3)),
-        features=features,
-        labels=np.array([0, 0, 0, 0, 1, 1, 1, 1]),
-        n_classes=2,
-        W=rng.standard_normal((3, 2)),
-        b=np.zeros(2),
-        settings={"l2": 1e-3, "steps": 3, "lr": 0.5},
-    )
+    """valid_arguments in float64, the probe's settings gathered in `settings`."""
+    values = valid_arguments(np.dtype(np.float64))
+    return Inputs(**{k: v for k, v in values.items() if k not in SETTINGS}, settings={k: values[k] for k in SETTINGS})
 
 
 def arguments(function: str, x: Inputs) -> tuple[tuple, dict]:
@@ -87,6 +117,29 @@ def with_id(x: Inputs, where: tuple[int, int], value: int) -> Inputs:
     return replace(x, ids=ids)
 
 
+def vocab(x: Inputs) -> int:
+    return x.params["embedding"].shape[0]
+
+
+def padded_position(x: Inputs) -> tuple[int, int]:
+    """The last position of the shortest row, a padded one."""
+    assert x.lengths is not None
+    return int(np.argmin(x.lengths)), x.ids.shape[1] - 1
+
+
+def with_length(x: Inputs, row: int, value: int) -> Inputs:
+    assert x.lengths is not None
+    return replace(x, lengths=np.where(np.arange(len(x.lengths)) == row, value, x.lengths))
+
+
+def with_first_label(x: Inputs, value: int) -> Inputs:
+    return replace(x, labels=np.where(np.arange(len(x.labels)) == 0, value, x.labels))
+
+
+def non_finite_features(x: Inputs, value: float, dt: np.dtype) -> Inputs:
+    return replace(x, features=np.where(np.eye(*x.features.shape) > 0, value, x.features).astype(dt))
+
+
 def other_float(dtype: np.dtype) -> type:
     return np.float32 if dtype == np.float64 else np.float64
 
@@ -108,21 +161,21 @@ BAD = [
     Bad("V02", BILM, "ids", "ids with T = 0", lambda x, dt: replace(x, ids=x.ids[:, :0], lengths=None)),
     Bad("V02", BILM, "ids", "ids with B = 0", lambda x, dt: replace(x, ids=x.ids[:0], lengths=None)),
     Bad("V03", BILM, "ids", "an id of -1", lambda x, dt: with_id(x, (0, 0), -1)),
-    Bad("V03", BILM, "ids", "an id of V at a padded position", lambda x, dt: with_id(x, (1, 3), 5)),
+    Bad("V03", BILM, "ids", "an id of V at a padded position", lambda x, dt: with_id(x, padded_position(x), vocab(x))),
     Bad("V04", BILM, "lengths", "float lengths", lambda x, dt: replace(x, lengths=x.lengths.astype(np.float64))),
-    Bad("V04", BILM, "lengths", "lengths of length B + 1", lambda x, dt: replace(x, lengths=np.array([4, 2, 3, 1]))),
+    Bad("V04", BILM, "lengths", "lengths of length B + 1", lambda x, dt: replace(x, lengths=np.append(x.lengths, 1))),
     Bad("V04", BILM, "lengths", "2-D lengths", lambda x, dt: replace(x, lengths=x.lengths[:, None])),
-    Bad("V04", BILM, "lengths", "lengths as a list", lambda x, dt: replace(x, lengths=[4, 2, 3])),
-    Bad("V05", BILM, "lengths", "a length of 0", lambda x, dt: replace(x, lengths=np.array([4, 0, 3]))),
-    Bad("V05", BILM, "lengths", "a length of T + 1", lambda x, dt: replace(x, lengths=np.array([5, 2, 3]))),
+    Bad("V04", BILM, "lengths", "lengths as a list", lambda x, dt: replace(x, lengths=x.lengths.tolist())),
+    Bad("V05", BILM, "lengths", "a length of 0", lambda x, dt: with_length(x, 1, 0)),
+    Bad("V05", BILM, "lengths", "a length of T + 1", lambda x, dt: with_length(x, 0, x.ids.shape[1] + 1)),
     Bad("V06", BILM, "fwd.1.bias_hh", "params without fwd.1.bias_hh", lambda x, dt: without_param(x, "fwd.1.bias_hh")),
     Bad("V06", BILM, "out.bias", "params without out.bias", lambda x, dt: without_param(x, "out.bias")),
     Bad(
         "V07",
         BILM,
-        "fwd.2.weight_hh",
-        "an extra fwd.2.weight_hh",
-        lambda x, dt: with_param(x, "fwd.2.weight_hh", x.params["fwd.1.weight_hh"]),
+        f"fwd.{N_LAYERS}.weight_hh",
+        f"an extra fwd.{N_LAYERS}.weight_hh",
+        lambda x, dt: with_param(x, f"fwd.{N_LAYERS}.weight_hh", x.params["fwd.1.weight_hh"]),
     ),
     Bad("V07", BILM, "dropout", "an extra entry 'dropout'", lambda x, dt: with_param(x, "dropout", np.zeros(1, dt))),
     Bad(
@@ -130,9 +183,15 @@ BAD = [
         BILM,
         "fwd.0.weight_hh",
         "fwd.0.weight_hh of shape [4d, d + 1]",
-        lambda x, dt: with_param(x, "fwd.0.weight_hh", np.zeros((8, 3), dt)),
+        lambda x, dt: with_param(x, "fwd.0.weight_hh", np.zeros(np.add(x.params["fwd.0.weight_hh"].shape, (0, 1)), dt)),
     ),
-    Bad("V08", BILM, "out.bias", "out.bias of shape [V + 1]", lambda x, dt: with_param(x, "out.bias", np.zeros(6, dt))),
+    Bad(
+        "V08",
+        BILM,
+        "out.bias",
+        "out.bias of shape [V + 1]",
+        lambda x, dt: with_param(x, "out.bias", np.zeros(vocab(x) + 1, dt)),
+    ),
     Bad(
         "V08",
         BILM,
@@ -152,7 +211,7 @@ BAD = [
         BILM,
         "bwd.1.bias_ih",
         "an integer bwd.1.bias_ih",
-        lambda x, dt: with_param(x, "bwd.1.bias_ih", np.zeros(8, np.int64)),
+        lambda x, dt: with_param(x, "bwd.1.bias_ih", np.zeros(x.params["bwd.1.bias_ih"].shape, np.int64)),
     ),
     Bad(
         "V09",
@@ -180,7 +239,7 @@ BAD = [
         ("bilm_loss", "bilm_loss_grad"),
         "lengths",
         "every length 1",
-        lambda x, dt: replace(x, lengths=np.ones(3, np.int64)),
+        lambda x, dt: replace(x, lengths=np.ones_like(x.lengths)),
     ),
     Bad(
         "V11",
@@ -197,7 +256,13 @@ BAD = [
         "layers of different shapes",
         lambda x, dt: replace(x, layers=[*x.layers[:2], x.layers[2][:, :2]]),
     ),
-    Bad("V12", MIX, "layers", "integer layers", lambda x, dt: replace(x, layers=[np.ones((2, 3), np.int64)] * 3)),
+    Bad(
+        "V12",
+        MIX,
+        "layers",
+        "integer layers",
+        lambda x, dt: replace(x, layers=[np.ones(layer.shape, np.int64) for layer in x.layers]),
+    ),
     Bad(
         "V12",
         MIX,
@@ -205,10 +270,10 @@ BAD = [
         "layers of two float dtypes",
         lambda x, dt: replace(x, layers=[*x.layers[:2], x.layers[2].astype(other_float(dt))]),
     ),
-    Bad("V13", MIX, "s", "len(s) = number of layers + 1", lambda x, dt: replace(x, s=np.zeros(4, dt))),
-    Bad("V13", MIX, "s", "len(s) = number of layers - 1", lambda x, dt: replace(x, s=np.zeros(2, dt))),
-    Bad("V13", MIX, "s", "2-D s", lambda x, dt: replace(x, s=np.zeros((3, 1), dt))),
-    Bad("V13", MIX, "s", "integer s", lambda x, dt: replace(x, s=np.zeros(3, np.int64))),
+    Bad("V13", MIX, "s", "len(s) = number of layers + 1", lambda x, dt: replace(x, s=np.zeros(len(x.layers) + 1, dt))),
+    Bad("V13", MIX, "s", "len(s) = number of layers - 1", lambda x, dt: replace(x, s=np.zeros(len(x.layers) - 1, dt))),
+    Bad("V13", MIX, "s", "2-D s", lambda x, dt: replace(x, s=x.s[:, None])),
+    Bad("V13", MIX, "s", "integer s", lambda x, dt: replace(x, s=np.zeros(len(x.s), np.int64))),
     Bad("V14", MIX, "gamma", "gamma of shape [2]", lambda x, dt: replace(x, gamma=np.ones(2, dt))),
     Bad("V14", MIX, "gamma", "a NaN gamma", lambda x, dt: replace(x, gamma=np.full(1, np.nan, dt))),
     Bad("V14", MIX, "gamma", "gamma as a Python float", lambda x, dt: replace(x, gamma=1.0)),
@@ -219,14 +284,14 @@ BAD = [
         PROBE,
         "features",
         "features with a NaN",
-        lambda x, dt: replace(x, features=np.where(np.eye(8, 3) > 0, np.nan, x.features).astype(dt)),
+        lambda x, dt: non_finite_features(x, np.nan, dt),
     ),
     Bad(
         "V16",
         PROBE,
         "features",
         "features with an infinity",
-        lambda x, dt: replace(x, features=np.where(np.eye(8, 3) > 0, np.inf, x.features).astype(dt)),
+        lambda x, dt: non_finite_features(x, np.inf, dt),
     ),
     Bad("V16", PROBE, "features", "integer features", lambda x, dt: replace(x, features=x.features.astype(np.int64))),
     Bad(
@@ -244,21 +309,31 @@ BAD = [
         PROBE,
         "labels",
         "a label of -1",
-        lambda x, dt: replace(x, labels=np.where(np.arange(8) == 0, -1, x.labels)),
+        lambda x, dt: with_first_label(x, -1),
     ),
     Bad(
         "V18",
         PROBE,
         "labels",
         "a label equal to the number of classes",
-        lambda x, dt: replace(x, labels=np.where(np.arange(8) == 0, 2, x.labels)),
+        lambda x, dt: with_first_label(x, int(x.n_classes)),
     ),
     # With one class the labels are necessarily wrong too (V18 or V20), so either name will do.
     Bad("V19", ("fit_linear_probe",), "n_classes|labels", "n_classes = 1", lambda x, dt: replace(x, n_classes=1)),
-    Bad("V19", ("fit_linear_probe",), "n_classes", "n_classes = 2.0", lambda x, dt: replace(x, n_classes=2.0)),
+    Bad(
+        "V19",
+        ("fit_linear_probe",),
+        "n_classes",
+        "n_classes as a float",
+        lambda x, dt: replace(x, n_classes=float(x.n_classes)),
+    ),
     Bad("V19", ("fit_linear_probe",), "n_classes", "n_classes = True", lambda x, dt: replace(x, n_classes=True)),
     Bad(
-        "V20", ("fit_linear_probe",), "labels", "a single class", lambda x, dt: replace(x, labels=np.ones(8, np.int64))
+        "V20",
+        ("fit_linear_probe",),
+        "labels",
+        "a single class",
+        lambda x, dt: replace(x, labels=np.ones_like(x.labels)),
     ),
     Bad(
         "V21",
@@ -297,10 +372,16 @@ BAD = [
         "l2 = infinity",
         lambda x, dt: replace(x, settings={**x.settings, "l2": float("inf")}),
     ),
-    Bad("V24", ("probe_accuracy",), "W", "W with D + 1 rows", lambda x, dt: replace(x, W=np.zeros((4, 2), dt))),
-    Bad("V24", ("probe_accuracy",), "W", "1-D W", lambda x, dt: replace(x, W=np.zeros(3, dt))),
-    Bad("V25", ("probe_accuracy",), "b", "b of length C + 1", lambda x, dt: replace(x, b=np.zeros(3, dt))),
-    Bad("V25", ("probe_accuracy",), "b", "2-D b", lambda x, dt: replace(x, b=np.zeros((1, 2), dt))),
+    Bad(
+        "V24",
+        ("probe_accuracy",),
+        "W",
+        "W with D + 1 rows",
+        lambda x, dt: replace(x, W=np.zeros(np.add(x.W.shape, (1, 0)), dt)),
+    ),
+    Bad("V24", ("probe_accuracy",), "W", "1-D W", lambda x, dt: replace(x, W=x.W[:, 0])),
+    Bad("V25", ("probe_accuracy",), "b", "b of length C + 1", lambda x, dt: replace(x, b=np.zeros(len(x.b) + 1, dt))),
+    Bad("V25", ("probe_accuracy",), "b", "2-D b", lambda x, dt: replace(x, b=x.b[None, :])),
 ]
 
 CALLS = [(bad, function) for bad in BAD for function in bad.functions]

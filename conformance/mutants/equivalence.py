@@ -21,40 +21,10 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from elmo_conformance.conformance.bad_inputs import CALLS, bad_call
-from elmo_conformance.conformance.data import probe_separable, random_bilm
+from elmo_conformance.conformance.bad_inputs import valid_arguments as _inputs  # the one table of valid inputs
 from elmo_conformance.conformance.protocol import protocol
 
 Call = tuple[str, tuple, dict]
-
-
-def _inputs(dtype: np.dtype) -> dict[str, Any]:
-    """One value for every argument name of spec/protocol.json, in `dtype`."""
-
-    def cast(x: np.ndarray) -> np.ndarray:
-        return x.astype(dtype)
-
-    rng = np.random.default_rng(13)
-    params, ids, lengths = random_bilm(13, 9, 4, 3, [6, 4, 2, 7])
-    probe = probe_separable()
-    features, n_classes = cast(probe["features"]), int(probe["n_classes"])
-    return {
-        "params": {name: cast(value) for name, value in params.items()},
-        "ids": ids,
-        "lengths": lengths,
-        "g_layers": [cast(rng.standard_normal((*ids.shape, 8))) for _ in range(4)],
-        "s": cast(np.array([0.2, 0.8, 1.8])),
-        "gamma": cast(np.array([1.5])),
-        "layers": [cast(rng.standard_normal((2, 3, 4))) for _ in range(3)],
-        "g_out": cast(rng.standard_normal((2, 3, 4))),
-        "features": features,
-        "labels": probe["labels"],
-        "n_classes": n_classes,
-        "l2": float(probe["l2"]),
-        "steps": int(probe["steps"]),
-        "lr": float(probe["lr"]),
-        "W": np.eye(features.shape[1], n_classes, dtype=dtype),  # only the first columns score: accuracy < 1
-        "b": np.zeros(n_classes, dtype=dtype),
-    }
 
 
 def _calls(dtype: np.dtype, capabilities: frozenset[str]) -> Iterator[tuple[str, Call]]:
