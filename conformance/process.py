@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import itertools
 import json
 import os
 import select
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 import weakref
 from collections.abc import Mapping
 from typing import Any
@@ -31,14 +33,23 @@ import jsonschema
 from elmo_conformance import __version__
 
 from . import wire
-from .protocol import Function, protocol
+from .protocol import Function, expected_result_bytes, protocol
 from .spec import SPEC_DIR
 
 PREFIX = "cmd:"
 STDERR_KEEP = 64 * 1024  # bytes of standard error kept for messages (§15.7)
 STDERR_LINES = 20  # lines of it shown in a message
-STARTUP_TIMEOUT = 120.0  # seconds for a process to answer hello
+HANDSHAKE_FLOOR = 10.0  # seconds: the handshake's deadline is the call timeout, and at least this (§11.1)
+MAX_ANSWER_VALUES = 1 << 16  # values in one answer; a legitimate one has fewer than a hundred (§11.1)
+ANSWER_SLACK = 16 << 20  # bytes an answer may take beyond twice the call's arrays (§11.1)
+HELLO_LIMIT = 16 << 20  # bytes of an answer to hello
+MARKER_VARIABLE = "ELMO_CONFORMANCE_PROCESS"  # in the environment of a process and what it starts
 _STOP_GRACE = 2.0  # seconds between closing stdin, SIGTERM and SIGKILL
+_KILL_ROUNDS = 5  # looks for processes left behind, each killing those found
+_EXIT_LOOK = 0.5  # seconds between two looks at whether the process exited, without a pidfd
+_CHUNK = 1 << 16  # bytes read at once before a frame's length is known
+_PIPE_SIZE = 1 << 20
+_SERIAL = itertools.count(1)
 
 # Run the program so that Linux kills it when the harness dies, whatever the harness died of:
 # PR_SET_PDEATHSIG, set in a tiny launcher that then execs the program (a preexec_fn would run in
@@ -158,10 +169,19 @@ class _Broken(Exception):
 
 
 class Connection:
-    """One child process: the pipes, a deadline on every read and write, and stopping it."""
+    """One child process: the pipes, a deadline on every read and write, and stopping it.
+
+    Per call it costs one write of the request (a larger one only while the pipe is full), one
+    poll and one read of the answer when it fits in 64 KiB, and reads straight into the body's
+    buffer otherwise. The poll also watches the process itself (a pidfd on Linux, a look every
+    half second elsewhere), so a process that exits while something it started keeps its
+    standard output open is seen to exit at once."""
 
     def __init__(self, argv: list[str], env: Mapping[str, str] | None = None) -> None:
         self.argv = argv
+        self.marker = f"{os.getpid()}-{next(_SERIAL)}-{uuid.uuid4().hex[:8]}"
+        environment = dict(os.environ if env is None else env)
+        environment[MARKER_VARIABLE] = self.marker  # inherited by what it starts: found at stop()
         launcher = [sys.executable, "-S", "-c", _LAUNCHER, str(os.getpid())] if sys.platform == "linux" else []
         try:
             self.process = subprocess.Popen(
@@ -171,17 +191,32 @@ class Connection:
                 stderr=subprocess.PIPE,
                 start_new_session=True,
                 bufsize=0,
-                env=None if env is None else dict(env),
+                env=environment,
             )
         except OSError as exc:
             raise ProcessStartError(f"cannot run {shlex.join(argv)}: {exc.strerror or exc}") from None
         assert self.process.stdin and self.process.stdout and self.process.stderr
         self.stdin = self.process.stdin.fileno()
         self.stdout = self.process.stdout.fileno()
-        os.set_blocking(self.stdin, False)
-        os.set_blocking(self.stdout, False)
+        for fd in (self.stdin, self.stdout):
+            os.set_blocking(fd, False)
+            _widen_pipe(fd)
+        self.pidfd: int | None = None
+        try:
+            self.pidfd = os.pidfd_open(self.process.pid)  # readable once the process has exited
+        except (AttributeError, OSError):
+            pass
+        self._readable = select.poll()
+        self._readable.register(self.stdout, select.POLLIN)
+        self._writable = select.poll()
+        self._writable.register(self.stdin, select.POLLOUT)
+        if self.pidfd is not None:
+            self._readable.register(self.pidfd, select.POLLIN)
+            self._writable.register(self.pidfd, select.POLLIN)
+        self.pending = bytearray()  # bytes read past the end of the last frame
         self.stderr = _StderrTail(self.process.stderr)
         self.timeout_text = "the call timeout"
+        self.family: dict[int, str] = {}  # processes it started, as seen at stop(): pid -> start time
         _LIVE.add(self)
 
     # -- status
@@ -198,51 +233,72 @@ class Connection:
                 return f"it was killed by signal {-code}"
         return f"it exited with status {code}"
 
+    def _wait(self, poller: select.poll, fd: int, deadline: float, timed_out: Any, exited: Any) -> None:
+        """Until `fd` is ready: `timed_out()` or `exited()` (both raise _Broken) otherwise."""
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out()
+            wait = remaining if self.pidfd is not None else min(remaining, _EXIT_LOOK)
+            events = poller.poll(wait * 1000.0)
+            if any(ready == fd for ready, _ in events):
+                return
+            if events or (self.pidfd is None and self.process.poll() is not None):
+                exited()
+
     # -- pipes with deadlines
 
     def send(self, data: bytes, deadline: float) -> None:
         view = memoryview(data)
+
+        def timed_out() -> None:
+            raise _Broken(
+                f"did not read its request within {self.timeout_text} ({len(view)} bytes unsent)", timeout=True
+            )
+
+        def exited() -> None:
+            raise _Broken(f"exited before reading the request; {self.exit_description()}")
+
         while view:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise _Broken(
-                    f"did not read its request within {self.timeout_text} ({len(view)} bytes unsent)", timeout=True
-                )
-            _, writable, _ = select.select([], [self.stdin], [], remaining)
-            if not writable:
-                continue
             try:
-                written = os.write(self.stdin, view[: 1 << 20])
+                written = os.write(self.stdin, view)
             except BlockingIOError:
+                self._wait(self._writable, self.stdin, deadline, timed_out, exited)
                 continue
-            except (BrokenPipeError, OSError):
+            except OSError:  # BrokenPipeError among them
                 raise _Broken(
                     f"closed its standard input before reading the request; {self.exit_description()}"
                 ) from None
             view = view[written:]
 
-    def _read(self, n: int, deadline: float, got: bytearray, prefix: bytes = b"") -> None:
-        """Read until `got` holds n bytes; `prefix` (the frame header) is shown with them."""
-        while len(got) < n:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                where = f" (it had sent {len(prefix) + len(got)} bytes of the answer)" if prefix or got else ""
-                raise _Broken(
-                    f"did not answer within {self.timeout_text}{where}", prefix + bytes(got[:64]), timeout=True
-                )
-            readable, _, _ = select.select([self.stdout], [], [], remaining)
-            if not readable:
-                continue
+    def _fill(self, target: memoryview, deadline: float, got: int, header: bytes) -> int:
+        """Read into `target` (not past its end); returns how many bytes came. `got` bytes of the
+        answer, `header` among them, came before, for messages."""
+
+        def timed_out() -> None:
+            where = f" (it had sent {got} bytes of the answer)" if got else ""
+            raise _Broken(f"did not answer within {self.timeout_text}{where}", header[:64], timeout=True)
+
+        def exited() -> None:
+            # Whatever it wrote before it exited was read first: the pipe is read while it is readable.
+            holder = " (a process it started still holds its standard output open)"
+            raise _Broken(f"exited before answering{holder}; {self.exit_description()}", header[:64])
+
+        while True:
             try:
-                chunk = os.read(self.stdout, min(n - len(got), 1 << 20))
+                n = os.readv(self.stdout, [target])
             except BlockingIOError:
+                self._wait(self._readable, self.stdout, deadline, timed_out, exited)
                 continue
-            if not chunk:
-                where = f"after {len(got)} of the {n} bytes of a frame body" if prefix else "before answering"
-                raise _Broken(
-                    f"closed its standard output {where}; {self.exit_description()}", prefix + bytes(got[:64])
-                )
-            got += chunk
+            except OSError as exc:
+                raise _Broken(f"its standard output cannot be read: {exc}", header[:64]) from None
+            if n == 0:
+                if header[: len(wire.MAGIC)] == wire.MAGIC and got >= wire.HEADER.size:
+                    where = f"after {got - wire.HEADER.size} of the {len(target) + got - wire.HEADER.size} bytes of a frame body"
+                else:
+                    where = "before answering"
+                raise _Broken(f"closed its standard output {where}; {self.exit_description()}", header[:64])
+            return n
 
     def _more(self, limit: int = 160) -> bytes:
         """What else the process has written right now, for a message about garbage."""
@@ -252,12 +308,22 @@ class Connection:
         except OSError:
             return b""
 
-    def receive(self, deadline: float) -> dict[str, Any]:
-        header = bytearray()
-        self._read(wire.HEADER.size, deadline, header)
-        magic, length = wire.HEADER.unpack(bytes(header))
+    def receive(
+        self, deadline: float, limit: int = wire.MAX_FRAME, max_values: int = MAX_ANSWER_VALUES
+    ) -> dict[str, Any]:
+        """The next message, within `deadline`: a body over `limit` bytes is refused before it is
+        read, one of more than `max_values` values as soon as the count is passed (§11.1)."""
+        pending = self.pending
+        size = wire.HEADER.size
+        if len(pending) < size:
+            chunk = bytearray(_CHUNK)
+            while len(pending) < size:
+                n = self._fill(memoryview(chunk), deadline, len(pending), bytes(pending))
+                pending += memoryview(chunk)[:n]
+        magic, length = wire.HEADER.unpack_from(pending)
+        header = bytes(pending[:size])
         if magic != wire.MAGIC:
-            shown = bytes(header) + self._more()
+            shown = bytes(pending[:64]) + (self._more() if len(pending) < 64 else b"")
             raise _Broken(
                 f"wrote bytes that are not a frame (a frame starts with {wire.MAGIC!r}; logs belong on "
                 "standard error, §15.1)",
@@ -265,17 +331,32 @@ class Connection:
             )
         if length > wire.MAX_FRAME:
             raise _Broken(
-                f"declared a frame body of {length} bytes, more than the limit of {wire.MAX_FRAME} (§15.7)",
-                bytes(header),
+                f"declared a frame body of {length} bytes, more than the limit of {wire.MAX_FRAME} (§15.7)", header
             )
-        body = bytearray()
-        self._read(length, deadline, body, bytes(header))
-        try:
-            message = wire.decode(bytes(body))
-        except wire.WireError as exc:
+        if length > limit:
             raise _Broken(
-                f"wrote a frame whose body cannot be decoded: {exc}", bytes(header) + bytes(body[:64])
-            ) from None
+                f"declared a frame body of {length} bytes, more than any answer to this call can need "
+                f"({limit} bytes, §11.1)",
+                header,
+            )
+        have = len(pending) - size
+        if have >= length:
+            body = pending[size : size + length]
+            del pending[: size + length]
+        else:
+            body = bytearray(length)
+            body[:have] = pending[size:]
+            pending.clear()
+            view = memoryview(body)
+            while have < length:
+                have += self._fill(view[have:], deadline, size + have, header)
+            del view
+        try:
+            message = wire.decode(body, max_values, deadline)
+        except wire.WireTimeout as exc:
+            raise _Broken(f"did not answer within {self.timeout_text} ({exc})", header, timeout=True) from None
+        except wire.WireError as exc:
+            raise _Broken(f"wrote a frame whose body cannot be decoded: {exc}", header + bytes(body[:56])) from None
         if not isinstance(message, dict):
             raise _Broken(f"wrote a frame holding a {type(message).__name__}, not a map (§15.2)", bytes(body[:64]))
         return message
@@ -283,9 +364,12 @@ class Connection:
     # -- stopping
 
     def stop(self) -> None:
-        """Close stdin, then SIGTERM, then SIGKILL the process group; never raises."""
+        """Close stdin, then SIGTERM, then SIGKILL the process group and every process it started
+        (§11.1); never raises."""
         _LIVE.discard(self)
         process = self.process
+        root = process.pid
+        self.family.update(_family(root, self.marker))  # while it runs, its children are its own
         for stream in (process.stdin, process.stdout):
             try:
                 stream.close()  # type: ignore[union-attr]
@@ -299,19 +383,107 @@ class Connection:
         for sig in (signal.SIGTERM, signal.SIGKILL):
             if process.poll() is not None:
                 break
-            try:
-                os.killpg(process.pid, sig)
-            except (ProcessLookupError, PermissionError):
-                break
+            _signal_all(root, self.family, sig)
             try:
                 process.wait(_STOP_GRACE)
             except subprocess.TimeoutExpired:
                 pass
-        try:
-            os.killpg(process.pid, signal.SIGKILL)  # whatever it started in its group
-        except (ProcessLookupError, PermissionError):
-            pass
+        # Whatever it started and left behind, in its group or not, found as it is now.
+        for _ in range(_KILL_ROUNDS):
+            self.family.update(_family(root, self.marker))
+            if not _signal_all(root, self.family, signal.SIGKILL):
+                break
+        if self.pidfd is not None:
+            try:
+                os.close(self.pidfd)
+            except OSError:
+                pass
+            self.pidfd = None
         self.stderr.join(1.0)
+
+
+def _widen_pipe(fd: int) -> None:
+    """A 1 MiB pipe where Linux allows it: fewer writes, reads and wake-ups for large calls."""
+    try:
+        import fcntl
+
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), _PIPE_SIZE)
+    except (ImportError, OSError):
+        pass
+
+
+def _stat(pid: int) -> tuple[int, int, int, str] | None:
+    """(parent, process group, session, start time) of a process, from /proc; None when gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as file:
+            data = file.read()
+    except OSError:
+        return None
+    fields = data[data.rfind(b")") + 2 :].split()
+    try:
+        return int(fields[1]), int(fields[2]), int(fields[3]), fields[19].decode()
+    except (IndexError, ValueError):
+        return None
+
+
+def _carries(pid: int, marker: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as file:
+            return f"{MARKER_VARIABLE}={marker}".encode() in file.read().split(b"\0")
+    except OSError:
+        return False
+
+
+def _family(root: int, marker: str) -> dict[int, str]:
+    """Every process `root` started that is still there, by pid, with its start time: its
+    descendants in the process table, the processes of its process group and session (it leads
+    both), and any process whose environment carries its marker, which what it starts inherits even
+    after leaving the session and losing its parent. Empty where there is no /proc."""
+    if not os.path.isdir("/proc"):
+        return {}
+    table: dict[int, tuple[int, int, int, str]] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            found = _stat(int(name))
+            if found is not None:
+                table[int(name)] = found
+    own = os.getpid()
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _, _, _) in table.items():
+        children.setdefault(parent, []).append(pid)
+    family: set[int] = set()
+    stack = [root]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in family:
+                family.add(child)
+                stack.append(child)
+    family.update(pid for pid, (_, group, session, _) in table.items() if root in (group, session))
+    family.update(pid for pid in table if pid not in family and _carries(pid, marker))
+    family -= {root, own}
+    return {pid: table[pid][3] for pid in family}
+
+
+def _signal_all(root: int, family: dict[int, str], sig: int) -> bool:
+    """Send `sig` to the process group of `root` and to each process of `family` that is still
+    the process it was (same start time); whether any was there to receive it."""
+    sent = False
+    try:
+        os.killpg(root, sig)
+        sent = True
+    except (ProcessLookupError, PermissionError):
+        pass
+    for pid, started in list(family.items()):
+        found = _stat(pid)
+        if found is None or found[3] != started:
+            del family[pid]
+            continue
+        try:
+            os.kill(pid, sig)
+            sent = True
+        except (ProcessLookupError, PermissionError):
+            del family[pid]
+    return sent
 
 
 _LIVE: weakref.WeakSet[Connection] = weakref.WeakSet()
@@ -360,18 +532,44 @@ def _major(version: str) -> str:
     return version.split(".")[0]
 
 
+_DEADLINES: dict[str, Any] = {"call_timeout": 120.0, "startup_timeout": None}
+
+
+def set_deadlines(call_timeout: float | None = None, startup_timeout: float | None = None) -> None:
+    """The call timeout (--call-timeout) and the startup timeout of every process adapter made
+    from now on; a startup timeout of None derives the handshake's deadline from the call timeout
+    (ProcessAdapter.handshake_timeout). The harness calls this before it loads the adapters."""
+    if call_timeout is not None:
+        _DEADLINES["call_timeout"] = float(call_timeout)
+    _DEADLINES["startup_timeout"] = None if startup_timeout is None else float(startup_timeout)
+
+
+def answer_limit(function: Function, bound: Mapping[str, Any], request_bytes: int) -> int:
+    """The most bytes an answer to this call may declare (§11.1): twice the larger of the request
+    and the result the spec gives for these arguments (at 8 bytes an element), plus ANSWER_SLACK
+    for messages; never more than the frame limit."""
+    expected = expected_result_bytes(function, bound) or 0
+    return min(wire.MAX_FRAME, ANSWER_SLACK + 2 * max(request_bytes, expected))
+
+
 class ProcessAdapter:
     """An adapter (§11) whose every call is a request to a child process (§15)."""
 
     enforces_call_timeout = True  # the harness's in-process alarm is not needed: reads have deadlines
 
     def __init__(
-        self, arg: str, argv: list[str], call_timeout: float = 120.0, env: Mapping[str, str] | None = None
+        self,
+        arg: str,
+        argv: list[str],
+        call_timeout: float | None = None,
+        env: Mapping[str, str] | None = None,
+        startup_timeout: float | None = None,
     ) -> None:
         self.arg = arg
         self.argv = argv
         self.env = env
-        self.call_timeout = call_timeout
+        self.call_timeout = _DEADLINES["call_timeout"] if call_timeout is None else call_timeout
+        self.startup_timeout = _DEADLINES["startup_timeout"] if startup_timeout is None else startup_timeout
         self.mutant: str | None = None
         self._connection: Connection | None = None
         self._next_id = 0
@@ -388,14 +586,31 @@ class ProcessAdapter:
 
     # -- the process
 
+    @property
+    def handshake_timeout(self) -> float:
+        """Seconds for the handshake (§15.4), at the start and at every restart: the startup
+        timeout where one is set, otherwise the call timeout and at least HANDSHAKE_FLOOR (§11.1)."""
+        if self.startup_timeout is not None:
+            return self.startup_timeout
+        return max(self.call_timeout, HANDSHAKE_FLOOR)
+
+    def _handshake_text(self) -> str:
+        if self.startup_timeout is not None:
+            return f"the handshake deadline of {self.startup_timeout:g} s (the startup timeout)"
+        return (
+            f"the handshake deadline of {self.handshake_timeout:g} s "
+            f"(the call timeout, {self.call_timeout:g} s, and at least {HANDSHAKE_FLOOR:g} s)"
+        )
+
     def _start(self) -> dict[str, Any]:
         """Start the process and complete the handshake of §15.4; returns its hello."""
         connection = Connection(self.argv, self.env)
-        deadline = time.monotonic() + max(STARTUP_TIMEOUT, self.call_timeout)
+        deadline = time.monotonic() + self.handshake_timeout
+        connection.timeout_text = self._handshake_text()
         hello = {"type": "hello", "protocol": protocol().version, "suite": f"elmo-conformance {__version__}"}
         try:
             connection.send(wire.frame(hello), deadline)
-            answer = connection.receive(deadline)
+            answer = connection.receive(deadline, HELLO_LIMIT)
         except _Broken as exc:
             tail = connection.stderr.tail()
             connection.stop()
@@ -459,7 +674,7 @@ class ProcessAdapter:
         connection.timeout_text = f"the call timeout of {self.call_timeout:g} s (--call-timeout)"
         try:
             connection.send(data, deadline)
-            answer = connection.receive(deadline)
+            answer = connection.receive(deadline, answer_limit(function, bound, len(data)))
             problem = self._answer_problem(answer)
             if problem:
                 raise _Broken(problem, wire.describe(answer))
@@ -488,7 +703,17 @@ class ProcessAdapter:
         kind = answer.get("type")
         if kind not in ("result", "error"):
             return f"answered with a message of type {kind!r} (expected 'result' or 'error', §15.5)"
-        well_formed = kind == "result" and "value" in answer and type(answer.get("id")) is int
+        if kind == "result":
+            well_formed = "value" in answer and type(answer.get("id")) is int
+        else:  # the fast path of an error, checked as the schema would
+            kind_of = answer.get("kind")
+            well_formed = (
+                type(answer.get("id")) in (int, type(None))
+                and "id" in answer
+                and type(kind_of) is str
+                and kind_of != ""
+                and type(answer.get("message")) is str
+            )
         problem = None if well_formed else message_problem(answer, kind)
         if problem:
             return f"answered with a malformed {kind} message: {problem}"

@@ -259,6 +259,38 @@ def params_shapes(params: Mapping[str, np.ndarray]) -> dict[str, Shape]:
     return {name: tuple(value.shape) for name, value in params.items()}
 
 
+def expected_result_bytes(function: Function, bound: Mapping[str, Any]) -> int | None:
+    """The bytes of the result the spec gives for these arguments, at 8 bytes an element (float64),
+    or None when the arguments do not say (a bad input). Bounds what a process's answer may be
+    (§11.1)."""
+    symbols = bind_symbols(function, bound)
+    params = bound.get("params")
+
+    def size(spec: Mapping[str, Any]) -> int:
+        kind = spec["kind"]
+        if kind == "array":
+            count = 1
+            for n in shape_of(spec["shape"], symbols):
+                count *= max(int(n), 0)
+            return 8 * count
+        if kind == "float":
+            return 8
+        if kind == "params":
+            if not isinstance(params, Mapping):
+                raise KeyError("params")
+            return sum(8 * int(np.size(value)) for value in params.values())
+        if kind == "tuple":
+            return sum(size(item) for item in spec["items"])
+        if kind == "list":
+            return max(evaluate(spec["length"], symbols), 0) * size(spec["item"])
+        raise KeyError(kind)
+
+    try:
+        return size(function.returns)
+    except (KeyError, TypeError, ValueError, IndexError):
+        return None
+
+
 # ------------------------------------------------------------------------------ checking results
 
 Fail = Callable[[Sequence[str], str], None]
@@ -267,9 +299,10 @@ Fail = Callable[[Sequence[str], str], None]
 @dataclass
 class ResultChecker:
     """Checks a returned value against `returns` of protocol.json: its structure, the type, shape
-    and dtype of every array (§1.2), finiteness, and Python floats for scalars. Returns the value
-    with every array copied, so that an adapter that reuses its output buffers cannot make two
-    results the same object (§1.4)."""
+    and dtype of every array (§1.2; in either byte order, §15.3), finiteness, and Python floats for
+    scalars. Returns the value with every array copied, in the machine's byte order, so that an
+    adapter that reuses its output buffers cannot make two results the same object (§1.4), and a
+    big-endian result is compared by value as it would be after the wire (§15.3)."""
 
     function: Function
     symbols: Mapping[str, Any]
@@ -334,7 +367,7 @@ class ResultChecker:
             self.fail(self.sections, f"{what}: expected a NumPy array, got {fail_why}")
         if value.shape != shape:
             self.fail(self.sections, f"{what}: expected shape {list(shape)}, got {list(value.shape)}")
-        if value.dtype != self.dtype:
+        if value.dtype != self.dtype and value.dtype.newbyteorder("=") != self.dtype:  # either byte order (§15.3)
             self.fail((*self.sections, "1.2"), f"{what}: expected dtype {self.dtype}, got {value.dtype}")
         finite = np.isfinite(value)
         if not finite.all():
@@ -343,7 +376,7 @@ class ResultChecker:
                 self.sections,
                 f"{what}: {int((~finite).sum())} non-finite values, first {float(value[first])!r} at {list(first)}",
             )
-        return value.copy()
+        return value.astype(self.dtype)  # a copy, in the machine's byte order
 
     def scalar(self, value: Any, what: str, bounds: Sequence[float] | None = None) -> float:
         __tracebackhide__ = True

@@ -1,7 +1,14 @@
 """§1.4: a function MUST NOT modify its inputs. A snapshot of a call's arguments, and the first
 change a call made to them: an array's values, shape or dtype, or an entry added to or removed from
 a dict or a list. Used by the harness around every in-process call (conformance/case.py) and by the
-protocol server around every call it serves (conformance/serve.py)."""
+protocol server around every call it serves (conformance/serve.py).
+
+The check is exact and cheap: an array is first compared bit for bit (its bytes, or its elements
+as unsigned integers of its item size), which settles the usual case, an unchanged input, without
+the floating comparison; only arrays whose bits differ are compared by value (NaN equal to NaN, -0.0
+to 0.0), so that the verdict is that of a comparison by value. The protocol server copies nothing:
+its snapshot of an array is a read-only view of the request bytes the array was decoded from.
+"""
 
 from __future__ import annotations
 
@@ -11,20 +18,41 @@ from typing import Any
 import numpy as np
 
 
-def snapshot(value: Any) -> Any:
-    """A deep copy of the containers and arrays of `value`; other objects are kept as they are."""
+def snapshot(value: Any, sources: Mapping[int, np.ndarray] | None = None) -> Any:
+    """A deep copy of the containers and arrays of `value`; other objects are kept as they are.
+    An array found in `sources` (by id, as wire.decode gives them) is not copied: its source, the
+    bytes it was decoded from, stands for it."""
     if isinstance(value, np.ndarray):
+        if sources is not None:
+            source = sources.get(id(value))
+            if source is not None and source.shape == value.shape and source.dtype == value.dtype:
+                return source
         return value.copy()
     if isinstance(value, Mapping):
-        return {key: snapshot(item) for key, item in value.items()}
+        return {key: snapshot(item, sources) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [snapshot(item) for item in value]
+        return [snapshot(item, sources) for item in value]
     return value
+
+
+_SMALL = 4096  # bytes: below this, comparing two arrays' bytes is cheaper than any ufunc
+_UINTS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _same_bits(old: np.ndarray, new: np.ndarray) -> bool:
+    if old.nbytes <= _SMALL:
+        return old.tobytes() == new.tobytes()
+    uint = _UINTS.get(old.dtype.itemsize)
+    if uint is None:
+        return old.tobytes() == new.tobytes()
+    return bool((old.view(uint) == new.view(uint)).all())
 
 
 def _same_array(old: np.ndarray, new: Any) -> bool:
     if not isinstance(new, np.ndarray) or new.shape != old.shape or new.dtype != old.dtype:
         return False
+    if new is old or _same_bits(old, new):
+        return True
     return bool(np.array_equal(new, old, equal_nan=old.dtype.kind in "fc"))
 
 

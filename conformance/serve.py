@@ -105,7 +105,9 @@ class Server:
             self.variants[mutant] = load_mutant(self.loaded, mutant).adapter
         return self.variants[mutant]
 
-    def call(self, request: dict[str, Any]) -> None:
+    def call(self, request: dict[str, Any], sources: dict[int, Any] | None = None) -> None:
+        """One call (§15.5). `sources` maps each decoded argument array (by id) to the request
+        bytes it came from: the snapshot for the purity check, so that nothing is copied."""
         request_id = request.get("id")
         function = protocol().functions.get(request.get("function"))  # type: ignore[arg-type]
         if function is None:
@@ -118,19 +120,31 @@ class Server:
         except AdapterLoadError as exc:
             self.error(request_id, "UnknownMutant", str(exc))
             return
-        method = getattr(target, function.name, None)
-        if not callable(method):
-            self.error(
-                request_id, "NotImplemented", f"{self.loaded.name if self.loaded else '?'} has no {function.name}"
-            )
+        except Exception as exc:  # a mutant factory that raises
+            self.error(request_id, "UnknownMutant", f"{type(exc).__name__}: {exc}\n{_short_traceback(exc)}")
             return
         given = request.get("args")
         if not isinstance(given, dict):
             self.error(request_id, "ProtocolError", "args: expected a map of the function's arguments (§15.5)")
             return
+        missing = [name for name in function.argument_names if name not in given]
+        if missing:
+            self.error(request_id, "ProtocolError", f"args: {', '.join(missing)} missing (§15.5)")
+            return
         args, kwargs = function.split_call(given)
-        before = snapshot([list(args), kwargs])
+        before = snapshot([list(args), kwargs], sources)
         try:
+            # The lookup is the adapter's code too (a property, __getattr__): what it raises is
+            # answered as what the call raised, as in the harness's process.
+            try:
+                method = getattr(target, function.name)
+            except AttributeError:
+                method = None
+            if not callable(method):
+                self.error(
+                    request_id, "NotImplemented", f"{self.loaded.name if self.loaded else '?'} has no {function.name}"
+                )
+                return
             result = method(*args, **kwargs)
         except ValueError as exc:
             self.error(request_id, "ValueError", str(exc))
@@ -154,20 +168,27 @@ class Server:
 
     def serve(self, stream: BinaryIO) -> int:
         while True:
+            sources: dict[int, Any] = {}
             try:
-                request = wire.read_frame(stream)
+                request = wire.read_frame(stream, sources)
             except wire.WireError as exc:
                 self.error(None, "ProtocolError", f"cannot read the request: {exc}")
                 return 1
             if request is None:
                 return 0
             kind = request.get("type")
-            if kind == "hello":
-                self.hello(request)
-            elif kind == "call" and self.loaded is not None:
-                self.call(request)
-            else:
-                self.error(request.get("id"), "ProtocolError", f"type: unexpected message type {kind!r}")
+            try:
+                if kind == "hello":
+                    self.hello(request)
+                elif kind == "call" and self.loaded is not None:
+                    self.call(request, sources)
+                else:
+                    self.error(request.get("id"), "ProtocolError", f"type: unexpected message type {kind!r}")
+            except Exception as exc:  # the server's own failure: answered, and the server goes on
+                self.error(
+                    request.get("id"), "InternalError", f"the protocol server failed: {exc!r}\n{_short_traceback(exc)}"
+                )
+            del sources, request
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -52,18 +52,18 @@ class Faulty(Server):
             return
         self.send({"type": "hello", "protocol": "2.0", "name": "faulty", "capabilities": ["float64"]})
 
-    def call(self, request: dict) -> None:
+    def call(self, request: dict, sources: dict | None = None) -> None:
         self.calls += 1
         if self.mode == "flood-stderr":
             block = b"x" * 65535 + b"\n"
             for _ in range(320):
                 os.write(2, block)
         if self.calls < self.at or self.mode in ("flood-stderr", "other-version"):
-            super().call(request)
+            super().call(request, sources)
             return
         if self.mode == "wrong-shape":
             if request.get("function") != "bilm_layers":
-                super().call(request)
+                super().call(request, sources)
                 return
             from elmo_conformance import reference
             from elmo_conformance.conformance.protocol import protocol
