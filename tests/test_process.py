@@ -10,22 +10,40 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import struct
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+from elmo_conformance import reference
+from elmo_conformance.conformance import wire
+from elmo_conformance.conformance.case import Case
+from elmo_conformance.conformance.loading import load_adapter, served_command
+from elmo_conformance.conformance.process import (
+    HANDSHAKE_FLOOR,
+    MAX_ANSWER_VALUES,
+    ProcessAdapter,
+    ProcessFailure,
+    ProcessTimeout,
+    RemoteError,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 FAULTY = ROOT / "tests" / "faulty" / "program.py"
 # Three tests in file order: test_r0 makes 1 call, test_calls_are_deterministic 15 (its 5th is
 # bilm_logits), test_hand_example_scalar_mix 2.
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
 SELECTION = ["--dtype", "float64", "-k", "test_r0_repeats or test_calls_are or test_hand_example_scalar"]
 
 
 def survivors(marker: str) -> list[str]:
-    """Command lines of live processes that carry `marker`."""
+    """`pid command line` of live processes that carry `marker`."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -35,7 +53,7 @@ def survivors(marker: str) -> list[str]:
         except OSError:
             continue
         if marker in command and "pytest" not in command:
-            found.append(command)
+            found.append(f"{entry.name} {command}")
     return found
 
 
@@ -148,3 +166,157 @@ def test_a_report_path_that_is_a_directory_is_refused_before_the_run(tmp_path: P
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 4
     assert f"--report {tmp_path}: is a directory" in done.stdout + done.stderr
+
+
+# ------------------------------------------------------------------------------------------------
+# conformance/process.py driven directly (issue 21): one process, one or two calls, no pytest run.
+
+S, GAMMA, LAYERS = np.zeros(3), np.ones(1), [np.full((2, 3, 4), float(k)) for k in range(3)]
+
+
+def faulty_adapter(mode: str, at: int = 1, call_timeout: float = 30.0, **kwargs: object) -> tuple[ProcessAdapter, str]:
+    marker = f"faulty-{uuid.uuid4().hex[:12]}"
+    argv = [sys.executable, str(FAULTY), mode, str(at), marker]
+    return ProcessAdapter(f"cmd:faulty {mode}", argv, call_timeout=call_timeout, **kwargs), marker
+
+
+def fails(adapter: ProcessAdapter, expected: type[BaseException] = ProcessFailure) -> tuple[str, float]:
+    """The message of the exception a tiny call raises, and how long the call took."""
+    start = time.monotonic()
+    with pytest.raises(BaseException) as caught:
+        adapter.scalar_mix(S, GAMMA, LAYERS)
+    assert type(caught.value) is expected, f"{type(caught.value).__name__}: {caught.value}"
+    return str(caught.value), time.monotonic() - start
+
+
+def test_an_answer_declaring_more_than_the_call_can_return_is_refused_before_it_is_read() -> None:
+    """Issue 21.1: 10^9 one-byte nulls are under the frame limit; decoded, they would take
+    minutes and gigabytes. The header is refused at once (§11.1)."""
+    adapter, marker = faulty_adapter("huge-answer")
+    try:
+        message, took = fails(adapter)
+    finally:
+        adapter.stop()
+    assert "declared a frame body of 1000000005 bytes, more than any answer to this call can need" in message
+    assert took < 10
+    assert survivors(marker) == []
+
+
+def test_an_answer_of_too_many_values_is_refused_as_it_is_decoded() -> None:
+    adapter, marker = faulty_adapter("many-values")
+    try:
+        message, took = fails(adapter)
+        assert adapter.scalar_mix(S, GAMMA, LAYERS).shape == (2, 3, 4), "a fresh process took over"
+    finally:
+        adapter.stop()
+    assert f"wrote a frame whose body cannot be decoded: the body holds more than {MAX_ANSWER_VALUES} values" in message
+    assert took < 10
+
+
+def test_decoding_is_bounded_in_values_and_deadline() -> None:
+    body = b"l" + struct.pack("<I", 10**6) + b"n" * 10**6
+    with pytest.raises(wire.WireError, match="holds more than 65536 values"):
+        wire.decode(body, max_values=1 << 16)
+    with pytest.raises(wire.WireTimeout):
+        wire.decode(body, deadline=time.monotonic() - 1)
+    assert len(wire.decode(body)) == 10**6, "without bounds the same body decodes"
+
+
+def test_a_process_in_a_session_of_its_own_does_not_outlive_the_harness() -> None:
+    """Issue 21.3: a grandchild started with start_new_session=True, and a daemon that lost its
+    parent, are not in the process group; they are found and ended all the same (§11.1)."""
+    adapter, marker = faulty_adapter("spawn-session", call_timeout=2.0)
+    try:
+        fails(adapter, ProcessTimeout)
+        assert survivors(marker) == []
+    finally:
+        adapter.stop()
+        for command in survivors(marker):  # leave nothing behind when the test fails
+            os.kill(int(command.split()[0]), signal.SIGKILL)
+
+
+def test_a_process_that_exits_while_its_child_holds_the_pipe_is_seen_to_exit() -> None:
+    """Issue 21.7: the pipe stays open (a grandchild holds it) but the process is gone: the call
+    fails at once as an exit, not as a timeout after the whole call timeout."""
+    adapter, marker = faulty_adapter("exit-leaving-child", call_timeout=30.0)
+    try:
+        message, took = fails(adapter)
+    finally:
+        adapter.stop()
+    assert "exited before answering (a process it started still holds its standard output open)" in message
+    assert "it exited with status 3" in message
+    assert took < 10
+    assert survivors(marker) == []
+
+
+def test_the_handshake_deadline_is_derived_from_the_call_timeout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """Issue 21.4: a restarted process that hangs in its handshake fails the call after the
+    handshake deadline (the call timeout, at least HANDSHAKE_FLOOR), which the message names."""
+    assert _deadline(3.0, None) == HANDSHAKE_FLOOR and _deadline(300.0, None) == 300.0 and _deadline(3.0, 1.5) == 1.5
+    monkeypatch.setattr("elmo_conformance.conformance.process.HANDSHAKE_FLOOR", 0.5)
+    env = {**os.environ, "FAULTY_STATE": str(tmp_path / "started")}
+    adapter, marker = faulty_adapter("restart-hangs", call_timeout=60.0, env=env)
+    adapter.call_timeout = 2.0  # as the harness sets it before each call
+    try:
+        message, _ = fails(adapter)
+        assert "it exited with status 3" in message
+        message, took = fails(adapter)
+    finally:
+        adapter.stop()
+    assert "restarting the process failed" in message
+    assert "did not answer within the handshake deadline of 2 s (the call timeout, 2 s, and at least 0.5 s)" in message
+    assert took < 8
+    assert survivors(marker) == []
+
+
+def _deadline(call_timeout: float, startup_timeout: float | None) -> float:
+    adapter = object.__new__(ProcessAdapter)
+    adapter.call_timeout, adapter.startup_timeout = call_timeout, startup_timeout
+    return adapter.handshake_timeout
+
+
+def test_an_answer_that_does_not_decode_is_a_protocol_error_never_a_value_error() -> None:
+    """Issue 21.5: a 65-dimensional array is a valid §15.3 value that NumPy cannot hold; a
+    ValueError out of decoding would pass for the implementation's refusal (§8)."""
+    adapter, marker = faulty_adapter("65-dims")
+    try:
+        message, _ = fails(adapter)
+    finally:
+        adapter.stop()
+    assert "wrote a frame whose body cannot be decoded: an array at byte" in message
+    assert "has 65 dimensions; at most 64 can be decoded" in message
+
+
+def served(path: Path) -> ProcessAdapter:
+    return ProcessAdapter(str(path), served_command(str(path)), call_timeout=60.0, env=ENV)
+
+
+def test_a_method_whose_lookup_raises_is_answered_as_an_error() -> None:
+    """Issue 21.8: the lookup is the adapter's code; what it raises is what the call raised, as in
+    the harness's process, and the server goes on."""
+    adapter = served(FAULTY.parent / "raising_lookup.py")
+    try:
+        with pytest.raises(RemoteError, match="RuntimeError: scalar_mix cannot be looked up"):
+            adapter.scalar_mix(S, GAMMA, LAYERS)
+        with pytest.raises(ValueError, match="s: looked up, refused"):
+            adapter.scalar_mix_vjp(S, GAMMA, LAYERS, LAYERS[0])
+        assert adapter.bilm_loss is not None and adapter._connection is not None, "the same process goes on"
+    finally:
+        adapter.stop()
+
+
+@pytest.mark.parametrize("mode", ["in-process", "child process"])
+def test_a_big_endian_float64_result_is_a_float64_in_both_modes(mode: str) -> None:
+    """Issue 21.9: §15.3 accepts either byte order of the right dtype and compares by value; the
+    wire re-encodes little-endian, the harness's process converts: the same verdict."""
+    path = str(FAULTY.parent / "big_endian.py")
+    loaded = load_adapter(path, isolate=mode == "child process")
+    try:
+        case = Case(loaded, np.dtype("float64"))
+        out = case.scalar_mix(S, GAMMA, LAYERS)
+        assert out.dtype == np.dtype("float64") and out.dtype.isnative
+        np.testing.assert_array_equal(out, reference.scalar_mix(S, GAMMA, LAYERS))
+    finally:
+        stop = getattr(loaded.adapter, "stop", None)
+        if stop is not None:
+            stop()

@@ -18,6 +18,16 @@ It is the protocol server for the numpy adapter (so every answer is right) until
     wrong-shape        answers bilm_layers with R^0 one column too wide (and keeps running)
     flood-stderr       writes 20 MB to stderr on every call, then answers correctly
     spawn-child        starts a grandchild that sleeps for an hour, then hangs
+    spawn-session      starts a grandchild in a session of its own and a daemon (a double fork
+                       that leaves it without a parent), both sleeping for an hour, then hangs
+    exit-leaving-child starts a grandchild in a session of its own that holds the answer pipe
+                       open and sleeps for an hour, then exits with status 3
+    huge-answer        declares a body of 10^9 + 5 bytes (under the frame limit), a list of 10^9
+                       nulls, writes its first bytes and sleeps
+    many-values        answers with a list of 10^6 nulls (a valid 1 MB frame)
+    65-dims            answers with a float64 array of 65 dimensions of 1 (a valid §15.3 value)
+    restart-hangs      exits with status 3 during the call; a fresh process started after it
+                       (the file $FAULTY_STATE exists) never answers hello
 
 The server it wraps is conformance/serve.py; only `call` is overridden. MARKER is put in the
 command line of every process it starts, so that a test can look for survivors.
@@ -47,6 +57,14 @@ class Faulty(Server):
         self.calls = 0
 
     def hello(self, request: dict) -> None:
+        state = os.environ.get("FAULTY_STATE")
+        if self.mode == "restart-hangs" and state:
+            if os.path.exists(state):
+                sys.stderr.write("faulty: a restarted process, hanging in hello\n")
+                sys.stderr.flush()
+                while True:
+                    time.sleep(1)
+            Path(state).touch()
         if self.mode != "other-version":
             super().hello(request)
             return
@@ -80,7 +98,7 @@ class Faulty(Server):
         mode = self.mode
         sys.stderr.write(f"faulty: call {self.calls} ({request.get('function')}): {mode}\n")
         sys.stderr.flush()
-        if mode == "exit":
+        if mode in ("exit", "restart-hangs"):
             os._exit(3)
         if mode == "segfault":
             ctypes.string_at(0)  # reads address 0: SIGSEGV
@@ -92,6 +110,37 @@ class Faulty(Server):
             subprocess.Popen([sys.executable, "-c", f"import time; time.sleep(3600)  # {marker}"])
             while True:
                 time.sleep(1)
+        if mode == "spawn-session":
+            marker = sys.argv[3] if len(sys.argv) > 3 else ""
+            sleeper = f"import time; time.sleep(3600)  # {marker} session"
+            subprocess.Popen([sys.executable, "-c", sleeper], start_new_session=True)
+            daemon = f"import os, time\nos.setsid()\nif os.fork(): os._exit(0)\ntime.sleep(3600)  # {marker} daemon"
+            subprocess.Popen([sys.executable, "-c", daemon], start_new_session=True).wait()
+            while True:
+                time.sleep(1)
+        if mode == "exit-leaving-child":
+            marker = sys.argv[3] if len(sys.argv) > 3 else ""
+            sleeper = f"import time; time.sleep(3600)  # {marker} holder"
+            subprocess.Popen([sys.executable, "-c", sleeper], stdout=self.out, start_new_session=True)
+            time.sleep(0.2)
+            os._exit(3)
+        if mode == "huge-answer":
+            count = 10**9
+            self.out.write(wire.MAGIC + struct.pack("<I", count + 5) + b"l" + struct.pack("<I", count) + b"n" * 65536)
+            self.out.flush()
+            time.sleep(3600)
+        if mode == "many-values":
+            self.send({"type": "result", "id": request["id"], "value": [None] * 10**6})
+            return
+        if mode == "65-dims":
+            array = b"a" + b"f8" + bytes([65]) + struct.pack("<65Q", *[1] * 65) + struct.pack("<d", 0.5)
+            body = b"m" + struct.pack("<I", 3)
+            body += struct.pack("<I", 4) + b"type" + b"s" + struct.pack("<I", 6) + b"result"
+            body += struct.pack("<I", 2) + b"id" + b"i" + struct.pack("<q", request["id"])
+            body += struct.pack("<I", 5) + b"value" + array
+            self.out.write(wire.MAGIC + struct.pack("<I", len(body)) + body)
+            self.out.flush()
+            return
         if mode == "garbage":
             self.out.write(b"hello from the implementation: computing bilm_layers...\n")
             self.out.flush()
