@@ -77,6 +77,13 @@ def merge(shards: list[Baseline]) -> Baseline:
     for mutant in {key for shard in shards for key in shard.coverage}:
         reached = {nodeid for shard in shards for nodeid in shard.coverage.get(mutant, [])}
         merged.coverage[mutant] = [nodeid for nodeid in merged.tests if nodeid in reached]
+    for shard in shards:  # generated mutants: the lines each test ran, the protocol functions it called
+        for file, by_line in shard.lines.items():
+            target = merged.lines.setdefault(file, {})
+            for line, nodeids in by_line.items():
+                target[line] = sorted({*target.get(line, ()), *nodeids})
+        for function, nodeids in shard.calls.items():
+            merged.calls[function] = sorted({*merged.calls.get(function, ()), *nodeids})
     merged.duration = max(shard.duration for shard in shards)
     merged.exit_code = max(shard.exit_code for shard in shards)
     return merged

@@ -61,17 +61,20 @@ def mutant_result(v: Verdict, line: int | None = None) -> dict:
     info = v.info
     assert info is not None
     start, end, end_column = (line, line, 2) if line is not None else (info.start_line, info.end_line, info.end_column)
+    generated = info.replacement is not None  # a generated mutant (§13.3): one change in the user's source
     result = {
-        "id": f"{v.adapter}:{v.mutant}",
-        "mutatorName": v.mutant,
-        "description": ("" if v.catalog else "(extra) ") + v.title,
+        "id": v.mutant if generated else f"{v.adapter}:{v.mutant}",
+        "mutatorName": info.title.rsplit("  (", 1)[-1].rstrip(")") if generated else v.mutant,
+        "description": v.title if generated else ("" if v.catalog else "(extra) ") + v.title,
         "location": {
-            "start": {"line": start, "column": 1},
+            "start": {"line": start, "column": info.start_column if line is None else 1},
             "end": {"line": end, "column": end_column},
         },
         "status": _STATUS.get(v.status, v.status),
         "statusReason": _reason(v),
     }
+    if generated:
+        result["replacement"] = info.replacement
     if v.run is not None:
         result["killedBy"] = list(v.killers)
         result["coveredBy"] = list(v.run.selected)
@@ -87,6 +90,8 @@ def test_files(results: Results) -> dict:
             key = _relative(test.file)
             entry = files.setdefault(key, {"source": _read(test.file), "tests": []})
             name = test.nodeid.split("::", 1)[-1]
+            if test.spec:  # the spec sections it checks, so that killedBy reads as a spec's clause
+                name += " (" + ", ".join(f"§{section}" for section in test.spec) + ")"
             entry["tests"].append(
                 {"id": test.nodeid, "name": name, "location": {"start": {"line": test.line, "column": 1}}}
             )
@@ -112,7 +117,10 @@ def _listing(impl: str, sourceless: list[Verdict]) -> tuple[str, dict]:
     return f"{impl} (declared mutants)", entry
 
 
-def report(results: Results, verdicts: list[Verdict]) -> dict:
+_LANGUAGES = {"python": "python", "c": "c", "cpp": "cpp", "rust": "rust", "go": "go", "java": "java"}
+
+
+def report(results: Results, verdicts: list[Verdict], framework: str = "elmo-conformance mutants") -> dict:
     files: dict[str, dict] = {}
     unlisted = []
     sourceless: dict[str, list[Verdict]] = {}
@@ -124,7 +132,8 @@ def report(results: Results, verdicts: list[Verdict]) -> dict:
             sourceless.setdefault(v.impl, []).append(v)
             continue
         key = _relative(v.info.file)
-        entry = files.setdefault(key, {"language": "python", "source": _read(v.info.file), "mutants": []})
+        language = _LANGUAGES.get(v.info.language, v.info.language)
+        entry = files.setdefault(key, {"language": language, "source": _read(v.info.file), "mutants": []})
         entry["mutants"].append(mutant_result(v))
     for impl, listed in sourceless.items():
         key, entry = _listing(impl, listed)
@@ -136,7 +145,7 @@ def report(results: Results, verdicts: list[Verdict]) -> dict:
         "projectRoot": REPO.as_posix(),
         "files": files,
         "testFiles": test_files(results),
-        "framework": {"name": "elmo-conformance mutants", "version": __version__, "dependencies": _versions()},
+        "framework": {"name": framework, "version": __version__, "dependencies": _versions()},
         "performance": {
             "setup": 0,
             "initialRun": round(t.get("baseline", 0.0) * 1000),

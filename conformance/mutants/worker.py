@@ -27,7 +27,9 @@ from elmo_conformance.resources import pytest_config_args
 from .collector import CallRecorder, Collector, Coverage, LineCoverage, Send
 from .declared import declared_mutants, describe
 from .equivalence import changed_output
+from .generate import Generated
 from .model import Baseline, MutantRun
+from .scratch import BuildFailed, Target, prepare
 
 SUITE = Path(__file__).resolve().parent.parent  # the conformance package: the suite to run
 PROFILE = "elmo-mutants"  # the harness's Hypothesis profile without shrinking (a kill needs no minimal example)
@@ -54,6 +56,15 @@ class MutantJob:
     must_run: frozenset[str]  # the expected killers' nodeids
     fail_fast: bool
     select: str | None = None  # pytest -k, as in the baseline
+
+
+@dataclass(frozen=True)
+class GeneratedJob(MutantJob):
+    """A generated mutant (spec §13.3): written into a scratch copy, built there, and run."""
+
+    target: Target | None = None
+    generated: Generated | None = None
+    scratch: str = ""  # the run's scratch folder; this mutant's own is made inside it
 
 
 def _pytest_args(impl: str, mutant: str | None = None, select: str | None = None) -> list[str]:
@@ -161,6 +172,43 @@ def _run_tests(run: MutantRun, impl: str, mutant: str | None, job: MutantJob, se
     return run
 
 
+def run_generated(job: GeneratedJob, send: Send) -> MutantRun:
+    """Write the mutant into a fresh scratch folder, build it there, run its tests until the first
+    kill; the folder is removed whatever happens (the user's files are only read)."""
+    import shutil
+    import tempfile
+
+    assert job.target is not None and job.generated is not None
+    run = MutantRun(job.impl, job.mutant, selected=list(job.order))
+    started = time.perf_counter()
+    folder = Path(tempfile.mkdtemp(prefix="mutant-", dir=job.scratch or None))
+    try:
+        send(("start", "building the mutant" if job.target.build else "writing the mutant"))
+        try:
+            impl, _ = prepare(job.target, job.generated, folder)
+        except BuildFailed as exc:
+            run.status, run.reason = "CompileError", str(exc)
+            run.duration = time.perf_counter() - started
+            return run
+        return _run_tests(run, impl, None, job, send, started)
+    finally:
+        _stop_processes()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _stop_processes() -> None:
+    """End the mutant's process (a `cmd:` program, the served Python mutant) before its scratch
+    folder goes: the harness keeps one process per --impl argument for the worker's life."""
+    from elmo_conformance.conformance import loading
+
+    for key in [key for key in loading._PROCESSES if isinstance(key, str) and key.startswith("cmd:")]:
+        process = loading._PROCESSES.pop(key)
+        try:
+            process.stop()  # type: ignore[attr-defined]
+        except Exception:  # noqa: S110 - a process that is already gone
+            pass
+
+
 def serve(conn: Connection, log_path: str) -> None:
     """The worker's main loop: receive a job, stream its events, send ("done", result)."""
     for key, value in SINGLE_THREADED.items():
@@ -178,7 +226,12 @@ def serve(conn: Connection, log_path: str) -> None:
         if job is None:
             return
         try:
-            result = run_baseline(job, conn.send) if isinstance(job, BaselineJob) else run_mutant(job, conn.send)
+            if isinstance(job, BaselineJob):
+                result = run_baseline(job, conn.send)
+            elif isinstance(job, GeneratedJob):
+                result = run_generated(job, conn.send)
+            else:
+                result = run_mutant(job, conn.send)
             conn.send(("done", result))
             # What outlived the job (modules, backends, cached fixtures) stays: keep the cyclic
             # collector from scanning it again in every later test.
