@@ -83,6 +83,13 @@ def mutants(session: nox.Session) -> None:
 
 
 @nox.session
+def mutate(session: nox.Session) -> None:
+    """Mutants generated from an implementation's source (spec §13.3): `nox -s mutate -- --impl mine.py`."""
+    session.install(*REQUIREMENTS, *optional_packages(session.posargs))
+    session.run("python", "-m", "elmo_conformance", "mutate", *session.posargs)
+
+
+@nox.session
 def bench(session: nox.Session) -> None:
     """Benchmarks, not part of `tests`: writes reports/bench.json and reports/bench.md (options: `-- --help`)."""
     session.install(*REQUIREMENTS, "jax", "scikit-learn", "pytest-xdist")  # every adapter, and the rivals

@@ -76,6 +76,12 @@ def _mutants(args: list[str]) -> int:
     return mutants(args)
 
 
+def _mutate(args: list[str]) -> int:
+    from elmo_conformance.conformance.mutants.mutate import main as mutate
+
+    return mutate(args)
+
+
 def _fixtures(args: list[str]) -> int:
     from elmo_conformance.fixtures.__main__ import main as fixtures
 
@@ -96,6 +102,7 @@ def _dashboard(args: list[str]) -> int:
 
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "mutants": _mutants,
+    "mutate": _mutate,
     "fixtures": _fixtures,
     "serve": _serve,
     "dashboard": _dashboard,
