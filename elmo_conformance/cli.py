@@ -100,7 +100,14 @@ def _dashboard(args: list[str]) -> int:
     return report(["dashboard", *args])
 
 
+def _batch(args: list[str]) -> int:
+    from elmo_conformance.batch import main as batch
+
+    return batch(args)
+
+
 COMMANDS: dict[str, Callable[[list[str]], int]] = {
+    "batch": _batch,
     "mutants": _mutants,
     "mutate": _mutate,
     "fixtures": _fixtures,

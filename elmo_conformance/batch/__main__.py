@@ -1,0 +1,334 @@
+"""elmo-conformance batch SUBMISSIONS... --out DIR [--mutants none|declared|generated]
+[--scheduler ADDRESS | --scheduler-file PATH] [--workers N] [--job-timeout S] [--fail-on-fail]
+[suite options] [-- suite and pytest options]
+
+Checks many implementations (a course's class, a framework's backends) with the suite, and
+optionally their mutants, on Dask workers: an embedded LocalCluster on this machine by default, or
+an existing cluster. Writes DIR/NAME/ (each one's report JSON, its page, its output), DIR/batch.json
+and the class dashboard DIR/index.html.
+
+Exit status: 0 every submission got a verdict (whatever the verdicts); 1 with --fail-on-fail, some
+submission did not pass; 2 a job was lost, or the batch could not run (usage, cluster, versions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from .executor import Cluster, ExecutorError, Outcome, cores
+from .jobs import Job
+from .records import (
+    LOST,
+    PASS,
+    judge_suite,
+    mutation_summary,
+    new_record,
+    summary_counts,
+    write_batch,
+    write_dashboard,
+)
+from .submissions import resolve_all
+
+MUTANT_MODES = ("none", "declared", "generated")
+# Options of the suite's that the batch sets itself, per submission.
+OWN_OPTIONS = ("--impl", "--report", "--pass-table", "--html", "--conformance-html", "--mutant")
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds > 0, got {text}")
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="elmo-conformance batch",
+        description="Check many implementations with the suite (and their mutants) on Dask workers.",
+        epilog="Suite options not listed here go after `--`: elmo-conformance batch a b --out r -- -x "
+        "--hypothesis-profile=thorough. Exit status: 0 every submission got a verdict; 1 --fail-on-fail and "
+        "one did not pass; 2 a job was lost or the batch could not run.",
+    )
+    p.add_argument(
+        "submissions",
+        nargs="+",
+        metavar="SUBMISSION",
+        help="an --impl argument (numpy, mine.py, package.module:attr, 'cmd:PROGRAM ARGS') or a folder holding "
+        "adapter.py or an elmo-submission.json manifest (spec/schemas/submission.schema.json)",
+    )
+    p.add_argument("--out", required=True, type=Path, metavar="DIR", help="where the reports go")
+    p.add_argument(
+        "--mutants", choices=MUTANT_MODES, default="none", help="the mutation run for each passing submission"
+    )
+    p.add_argument(
+        "--shard-size",
+        type=int,
+        default=0,
+        metavar="N",
+        help="--mutants declared: N catalog mutants per job, each with its own baseline (default 0: one job)",
+    )
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler, tcp://HOST:PORT")
+    where.add_argument("--scheduler-file", metavar="PATH", help="an existing Dask scheduler's --scheduler-file")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help=f"worker processes of the embedded cluster (default: cores, {cores()})",
+    )
+    p.add_argument(
+        "--job-timeout",
+        type=_seconds,
+        default=1800.0,
+        metavar="S",
+        help="a job (build and suite) still running after S seconds is stopped: the submission hung (default %(default)g)",
+    )
+    p.add_argument(
+        "--mutants-timeout",
+        type=_seconds,
+        default=7200.0,
+        metavar="S",
+        help="the same for a mutation job (default %(default)g)",
+    )
+    p.add_argument("--fail-on-fail", action="store_true", help="exit 1 when any submission does not pass (for CI)")
+    p.add_argument(
+        "--margins",
+        action="store_true",
+        help="record the tolerance margins of §10 (each job renders a page it discards)",
+    )
+    p.add_argument("--no-dashboard", action="store_true", help="the embedded cluster without Dask's dashboard")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    suite = p.add_argument_group("suite options, passed to every run")
+    suite.add_argument("--call-timeout", metavar="S", help="the suite's --call-timeout")
+    suite.add_argument("--dtype", help="the suite's --dtype (float64, float32)")
+    suite.add_argument("-k", dest="keyword", metavar="EXPR", help="pytest's -k: only the tests it selects")
+    suite.add_argument("-m", dest="marker", metavar="EXPR", help="pytest's -m")
+    suite.add_argument("--hypothesis-profile", metavar="NAME")
+    return p
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    own, rest = (argv[: argv.index("--")], argv[argv.index("--") + 1 :]) if "--" in argv else (argv, [])
+    p = parser()
+    args = p.parse_args(own)
+    suite_args = ["-q"]
+    for option, value in (
+        ("--call-timeout", args.call_timeout),
+        ("--dtype", args.dtype),
+        ("-k", args.keyword),
+        ("-m", args.marker),
+        ("--hypothesis-profile", args.hypothesis_profile),
+    ):
+        if value is not None:
+            suite_args += [option, value]
+    for arg in rest:
+        if arg in OWN_OPTIONS or arg.startswith(tuple(o + "=" for o in OWN_OPTIONS)):
+            p.error(f"{arg}: the batch sets it for each submission; give submissions as arguments")
+    args.suite_args = suite_args + rest
+    if args.workers is not None and args.workers < 1:
+        p.error(f"--workers: expected an integer >= 1, got {args.workers}")
+    if args.shard_size < 0:
+        p.error("--shard-size: expected an integer >= 0")
+    return args
+
+
+class Progress:
+    """The terminal's progress bar (tqdm): jobs done of all, running, failed, time left."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.bar: Any = None
+        self.failed = 0
+        if enabled:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="job", desc="batch", file=sys.stderr, dynamic_ncols=True, smoothing=0.1)
+
+    def event(self, event: str, running: int, queued: int) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix(running=running, queued=queued, failed=self.failed, refresh=False)
+            self.bar.refresh()
+
+    def done(self, ok: bool) -> None:
+        self.failed += 0 if ok else 1
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def add(self, n: int) -> None:
+        if self.bar is not None and n:
+            self.bar.total += n
+            self.bar.refresh()
+
+    def write(self, line: str) -> None:
+        if self.bar is not None:
+            self.bar.write(line, file=sys.stderr)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def mutate_available() -> bool:
+    from elmo_conformance.cli import COMMANDS
+
+    return "mutate" in COMMANDS
+
+
+def shards(size: int) -> list[list[str]]:
+    if size <= 0:
+        return [[]]
+    from elmo_conformance.conformance.spec import mutant_catalog
+
+    ids = [entry["id"] for entry in mutant_catalog()]
+    return [ids[i : i + size] for i in range(0, len(ids), size)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(list(sys.argv[1:] if argv is None else argv))
+    from elmo_conformance import __version__
+
+    if args.mutants == "generated" and not mutate_available():
+        print(
+            f"error: --mutants generated runs `elmo-conformance mutate`, which elmo-conformance {__version__} "
+            "does not have yet; use --mutants declared or none",
+            file=sys.stderr,
+        )
+        return 2
+    started = time.monotonic()
+    out: Path = args.out
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"error: --out {out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    submissions = resolve_all(args.submissions)
+    records = {s.name: new_record(s) for s in submissions}
+    options = {
+        "suite_args": args.suite_args,
+        "job_timeout_s": args.job_timeout,
+        "mutants": args.mutants,
+        "shard_size": args.shard_size,
+        "fail_on_fail": args.fail_on_fail,
+    }
+    first = [
+        (
+            Job(
+                s.name,
+                s.impl or "",
+                "suite",
+                s.files,
+                s.build,
+                list(args.suite_args),
+                args.job_timeout,
+                margins=args.margins,
+                version=__version__,
+            ),
+            s,
+        )
+        for s in submissions
+        if s.problem is None
+    ]
+    mutation_outcomes: dict[str, list[Outcome]] = {}
+    mutation_jobs: dict[str, int] = {}
+    executor: dict[str, Any] = {}
+    lost = 0
+    progress = Progress(len(first), enabled=not args.no_progress)
+    for s in submissions:
+        if s.problem:
+            progress.write(f"{s.name}: did not load: {s.problem}")
+
+    def then(outcome: Outcome) -> list[tuple[Job, Any]]:
+        submission = outcome.tag
+        if outcome.job.kind != "suite" or args.mutants == "none" or records[submission.name]["verdict"] != PASS:
+            return []
+        jobs = [
+            (
+                Job(
+                    submission.name,
+                    submission.impl or "",
+                    args.mutants,
+                    submission.files,
+                    submission.build,
+                    [],
+                    args.mutants_timeout,
+                    mutants=shard,
+                    version=__version__,
+                ),
+                submission,
+            )
+            for shard in (shards(args.shard_size) if args.mutants == "declared" else [[]])
+        ]
+        mutation_jobs[submission.name] = len(jobs)
+        progress.add(len(jobs))
+        return jobs
+
+    try:
+        with Cluster(args.scheduler, args.scheduler_file, args.workers, not args.no_dashboard) as cluster:
+            executor = cluster.describe()
+            link = executor.get("dashboard")
+            progress.write(
+                f"batch: {len(submissions)} submission(s) on {executor['kind']} {executor['scheduler']}, "
+                f"{executor['workers']} workers, {executor['threads']} threads"
+                + (f"; Dask dashboard: {link}" if link else "")
+            )
+            for outcome in cluster.run(first, then, progress.event):
+                submission = outcome.tag
+                record = records[submission.name]
+                directory = out / submission.name
+                if outcome.job.kind == "suite":
+                    judge_suite(record, outcome, directory, out)
+                    ok = record["verdict"] == PASS
+                    lost += record["verdict"] == LOST
+                    if not ok:
+                        progress.write(f"{submission.name}: {record['verdict']}: {record['reason']}")
+                else:
+                    mutation_outcomes.setdefault(submission.name, []).append(outcome)
+                    ok = outcome.result is not None
+                    lost += outcome.result is None and outcome.lost is not None
+                    if len(mutation_outcomes[submission.name]) == mutation_jobs.get(submission.name):
+                        record["mutation"] = mutation_summary(
+                            args.mutants, mutation_outcomes[submission.name], directory / "mutants", out
+                        )
+                progress.done(ok)
+    except ExecutorError as exc:
+        progress.close()
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        progress.close()
+        print("interrupted: the reports of the jobs that finished are written", file=sys.stderr)
+        lost += 1
+    finally:
+        progress.close()
+    for record in records.values():
+        if record["verdict"] is None:
+            record.update(verdict=LOST, reason="no result: the batch ended before this job finished")
+            lost += 1
+        if args.mutants != "none" and record["mutation"] is None:
+            record["mutation"] = {"mode": args.mutants, "problem": "not run: the suite did not pass", "score": None}
+    listed = list(records.values())
+    executor["wall_s"] = round(time.monotonic() - started, 3)
+    path = write_batch(out, listed, executor, options)
+    page = write_dashboard(out, listed, executor, options)
+    counts = summary_counts(listed)
+    print(
+        f"batch: {len(listed)} submission(s) in {executor['wall_s']:.1f} s: "
+        + ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+    )
+    print(f"records: {path}\nclass dashboard: {page}")
+    if lost:
+        print(f"error: {lost} job(s) lost: no verdict for them", file=sys.stderr)
+        return 2
+    if args.fail_on_fail and any(r["verdict"] != PASS for r in listed):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,329 @@
+"""Where a batch's jobs run: a Dask distributed cluster, embedded (a ``LocalCluster`` of worker
+processes on 127.0.0.1, the default) or an existing one (``--scheduler tcp://HOST:PORT`` or
+``--scheduler-file PATH``), through the same code path.
+
+What this module handles, because Dask does not:
+
+- The suite's version is checked on the scheduler and on every worker when the client connects:
+  the scheduler unpickles the jobs and the workers run them, so both need this elmo-conformance.
+- The queue stays here, on the client: the cluster is handed no more jobs than it has worker
+  threads, and more as jobs finish. A worker's death counts against every task assigned to it, so
+  a job queued behind a job that kills its worker would otherwise be blamed too.
+- A job whose worker died (``KilledWorker``) is retried once, on another worker where there is
+  one; a second death is the submission's verdict, "killed its worker". A timeout or a failed
+  suite comes back as a result and is never retried. Dask's own retries are off (``retries=0``;
+  the embedded scheduler runs with ``allowed-failures`` 0, so the first death is reported at
+  once; a cluster's scheduler may retry up to its own ``allowed-failures`` first).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .jobs import Job, run_job
+
+# What `client.run` evaluates on each worker and the scheduler: the suite's version there, or why
+# it cannot be imported. A builtin (eval) with a string, so that nothing of this package has to be
+# unpickled there for the check itself.
+VERSION_PROBE = (
+    "(lambda il: (lambda spec: __import__('elmo_conformance').__version__ if spec else "
+    "'not installed')(il.util.find_spec('elmo_conformance')))(__import__('importlib.util'))"
+)
+NO_WORKERS_S = 120.0  # a cluster with no worker this long cannot run the batch
+
+
+class ExecutorError(RuntimeError):
+    """The batch cannot run on this cluster (cannot connect, another suite version, no workers)."""
+
+
+def cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+@dataclass
+class Attempt:
+    """One submission of a job to the cluster."""
+
+    job: Job
+    tag: Any  # the caller's: which submission and which part of it
+    tries: int = 0
+    workers_died: list[str] = field(default_factory=list)
+    started: float = 0.0
+    ids: list[str] = field(default_factory=list)  # each try's job id
+
+
+@dataclass
+class Outcome:
+    """What became of a job: its result, or why there is none (`died`: its worker died on every
+    try; `lost`: no result for another reason)."""
+
+    tag: Any
+    job: Job
+    result: dict[str, Any] | None
+    died: list[str] = field(default_factory=list)
+    lost: str | None = None
+    seconds: float = 0.0
+    ids: list[str] = field(default_factory=list)  # each try's job id (the JOB_ENV its processes carried)
+
+
+class Cluster:
+    """A Dask client on an embedded LocalCluster or an existing cluster (a context manager)."""
+
+    def __init__(
+        self,
+        scheduler: str | None = None,
+        scheduler_file: str | None = None,
+        workers: int | None = None,
+        dashboard: bool = True,
+        say: Callable[[str], None] = print,
+    ) -> None:
+        self.scheduler, self.scheduler_file = scheduler, scheduler_file
+        self.workers = workers or cores()
+        self.dashboard = dashboard
+        self.say = say
+        self.cluster: Any = None
+        self.client: Any = None
+        self.stack = contextlib.ExitStack()
+
+    @property
+    def embedded(self) -> bool:
+        return self.scheduler is None and self.scheduler_file is None
+
+    def __enter__(self) -> Cluster:
+        try:
+            import dask
+            from distributed import Client, LocalCluster
+        except ImportError as exc:
+            raise ExecutorError(
+                f"the batch runs on Dask distributed, which is not installed ({exc}): "
+                "pip install 'elmo-conformance[dask]'"
+            ) from None
+        try:
+            if self.embedded:
+                self.stack.enter_context(
+                    dask.config.set({"distributed.scheduler.allowed-failures": 0, "distributed.worker.daemon": False})
+                )
+                self.cluster = self.stack.enter_context(
+                    LocalCluster(
+                        n_workers=self.workers,
+                        threads_per_worker=1,
+                        processes=True,
+                        host="127.0.0.1",
+                        dashboard_address="127.0.0.1:0" if self.dashboard else None,
+                        silence_logs=logging.CRITICAL,
+                    )
+                )
+                self.client = self.stack.enter_context(Client(self.cluster, set_as_default=False))
+            else:
+                target = {"scheduler_file": self.scheduler_file} if self.scheduler_file else {"address": self.scheduler}
+                self.client = self.stack.enter_context(Client(**target, timeout="30s", set_as_default=False))
+                self.client.wait_for_workers(1, timeout=NO_WORKERS_S)
+        except ExecutorError:
+            self.stack.close()
+            raise
+        except Exception as exc:
+            self.stack.close()
+            where = self.scheduler or self.scheduler_file or "the embedded cluster"
+            raise ExecutorError(
+                f"cannot start or reach the Dask cluster ({where}): {type(exc).__name__}: {exc}"
+            ) from None
+        try:
+            self.check_versions()
+        except BaseException:
+            self.stack.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stack.close()
+
+    # ------------------------------------------------------------------ what the cluster is
+
+    @property
+    def address(self) -> str:
+        return self.client.scheduler.address
+
+    @property
+    def dashboard_link(self) -> str | None:
+        if self.embedded and not self.dashboard:
+            return None
+        with contextlib.suppress(Exception):
+            return self.client.dashboard_link
+        return None
+
+    def threads(self) -> dict[str, int]:
+        """worker address -> threads."""
+        try:
+            return dict(self.client.nthreads())
+        except Exception:
+            return {}
+
+    def describe(self) -> dict[str, Any]:
+        threads = self.threads()
+        return {
+            "engine": "dask.distributed",
+            "kind": "embedded LocalCluster" if self.embedded else "cluster",
+            "scheduler": self.address,
+            "dashboard": self.dashboard_link,
+            "workers": len(threads),
+            "threads": sum(threads.values()),
+        }
+
+    def check_versions(self) -> None:
+        """The scheduler and every worker must have this suite's version (ExecutorError if not)."""
+        from elmo_conformance import __version__
+
+        found: dict[str, Any] = {}
+        try:
+            found["scheduler " + self.address] = self.client.run_on_scheduler(eval, VERSION_PROBE)
+        except Exception as exc:
+            found["scheduler " + self.address] = exc
+        for worker, version in self.client.run(eval, VERSION_PROBE, on_error="return").items():
+            found["worker " + worker] = version
+        wrong = {where: version for where, version in found.items() if version != __version__}
+        if wrong:
+            lines = [
+                f"  {where}: {v if isinstance(v, str) else type(v).__name__ + ': ' + str(v)}"
+                for where, v in sorted(wrong.items())
+            ]
+            raise ExecutorError(
+                f"elmo-conformance {__version__} is needed on the scheduler and every worker, and is not on:\n"
+                + "\n".join(lines)
+                + f"\ninstall it there (the same version): pip install 'elmo-conformance[dask]=={__version__}' "
+                "or the wheel (pip install elmo_conformance-*.whl; for workers already running, "
+                "client.register_plugin(distributed.diagnostics.plugin.PipInstall([...])) installs it on each), "
+                "then start the batch again"
+            )
+
+    # ------------------------------------------------------------------ running jobs
+
+    @staticmethod
+    def _first_done(futures: list[Any], timeout: float) -> list[Any]:
+        """The futures that are done, waiting up to `timeout` for one."""
+        end = time.monotonic() + timeout
+        while True:
+            done = [future for future in futures if future.done()]
+            if done or time.monotonic() >= end:
+                return done
+            time.sleep(0.05)
+
+    def run(
+        self,
+        first: list[tuple[Job, Any]],
+        then: Callable[[Outcome], list[tuple[Job, Any]]],
+        progress: Callable[[str, int, int], None] = lambda event, running, queued: None,
+        client_timeout_s: Callable[[Job], float] = lambda job: job.deadline_s + 300.0,
+    ) -> Iterator[Outcome]:
+        """Run the jobs `first`, and the jobs `then(outcome)` returns for each outcome, with at
+        most as many jobs on the cluster as it has worker threads; yields each job's outcome."""
+        from distributed import KilledWorker
+
+        queue: deque[Attempt] = deque(Attempt(job, tag) for job, tag in first)
+        running: dict[Any, Attempt] = {}
+        no_workers_since: float | None = None
+        while queue or running:
+            threads = self.threads()
+            slots = sum(threads.values())
+            if not threads:
+                no_workers_since = no_workers_since or time.monotonic()
+                if time.monotonic() - no_workers_since > NO_WORKERS_S and not running:
+                    for attempt in queue:
+                        yield Outcome(
+                            attempt.tag,
+                            attempt.job,
+                            None,
+                            attempt.workers_died,
+                            "the cluster has no workers",
+                            0.0,
+                            attempt.ids,
+                        )
+                    return
+            else:
+                no_workers_since = None
+            while queue and len(running) < max(slots, 1 if not running else 0):
+                attempt = queue.popleft()
+                attempt.job = dataclasses.replace(attempt.job, job_id=uuid.uuid4().hex)
+                attempt.ids.append(attempt.job.job_id)
+                avoid = set(attempt.workers_died)
+                elsewhere = [w for w in threads if w not in avoid] if avoid else None
+                placement = {"workers": elsewhere, "allow_other_workers": True} if elsewhere else {}
+                future = self.client.submit(
+                    run_job,
+                    attempt.job,
+                    pure=False,
+                    retries=0,
+                    key=f"elmo-batch-{attempt.job.kind}-{attempt.job.name}-{os.urandom(4).hex()}",
+                    **placement,
+                )
+                attempt.tries += 1
+                attempt.started = time.monotonic()
+                running[future] = attempt
+                progress("submitted", len(running), len(queue))
+            if not running:
+                time.sleep(0.5)
+                continue
+            done = self._first_done(list(running), timeout=1.0)
+            now = time.monotonic()
+            for future in list(running):
+                attempt = running[future]
+                if future not in done and now - attempt.started > client_timeout_s(attempt.job):
+                    future.cancel()
+                    del running[future]
+                    yield Outcome(
+                        attempt.tag,
+                        attempt.job,
+                        None,
+                        attempt.workers_died,
+                        f"no result from the cluster {client_timeout_s(attempt.job):g} s after it was handed out",
+                        now - attempt.started,
+                        attempt.ids,
+                    )
+                    progress("lost", len(running), len(queue))
+            for future in done:
+                attempt = running.pop(future)
+                seconds = now - attempt.started
+                outcome: Outcome | None = None
+                if future.status == "finished":
+                    try:
+                        outcome = Outcome(
+                            attempt.tag, attempt.job, future.result(), attempt.workers_died, None, seconds, attempt.ids
+                        )
+                    except Exception as exc:  # the result could not be read back
+                        outcome = Outcome(
+                            attempt.tag, attempt.job, None, attempt.workers_died, repr(exc), seconds, attempt.ids
+                        )
+                else:
+                    exc = future.exception() if future.status == "error" else None
+                    if isinstance(exc, KilledWorker):
+                        worker = getattr(getattr(exc, "last_worker", None), "address", None) or "a worker"
+                        attempt.workers_died.append(worker)
+                        if attempt.tries < 2:
+                            queue.appendleft(attempt)
+                            progress("retry", len(running), len(queue))
+                            continue
+                        outcome = Outcome(
+                            attempt.tag, attempt.job, None, attempt.workers_died, None, seconds, attempt.ids
+                        )
+                    else:
+                        why = f"{type(exc).__name__}: {exc}" if exc is not None else f"the job was {future.status}"
+                        outcome = Outcome(
+                            attempt.tag, attempt.job, None, attempt.workers_died, why, seconds, attempt.ids
+                        )
+                future.release()
+                progress("done", len(running), len(queue))
+                yield outcome
+                for job, tag in then(outcome):
+                    queue.append(Attempt(job, tag))
+                progress("queued", len(running), len(queue))

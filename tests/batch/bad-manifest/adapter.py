@@ -1,0 +1,8 @@
+from elmo_conformance.adapters.numpy import NumpyAdapter
+
+
+class Good(NumpyAdapter):
+    name = "good"
+
+
+adapter = Good()

@@ -1,0 +1,290 @@
+"""`elmo-conformance batch`: many submissions on Dask workers (elmo_conformance/batch).
+
+The self-test starts a real Dask scheduler and two workers as separate processes on 127.0.0.1
+with Dask's own command-line tools (every listening address on loopback, dashboards included),
+runs a batch of submissions there (correct, wrong, one that hangs, one that kills its worker
+process, one with a bad manifest), checks every record of batch.json and that no process of any
+job is left running, then runs the same batch on the embedded default (a LocalCluster) and expects
+the same verdicts. The submissions are in tests/batch/; the suite runs one test case each (-k,
+--dtype float64), so the two batches take about a minute on two cores."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from elmo_conformance.batch import jobs, records, submissions
+from elmo_conformance.batch.__main__ import parse
+from elmo_conformance.resources import child_environment
+
+pytest.importorskip("distributed")
+
+ROOT = Path(__file__).resolve().parent.parent
+SUBMISSIONS = ROOT / "tests" / "batch"
+SELECTION = ["-k", "test_hand_example_scalar_mix", "--dtype", "float64"]
+JOB_TIMEOUT = "30"
+EXPECTED = {
+    "good": records.PASS,
+    "wrong": records.FAIL,
+    "hang": records.HUNG,
+    "killer": records.KILLED_WORKER,
+    "bad-manifest": records.NOT_LOADED,
+}
+
+
+def dask_command() -> list[str]:
+    beside = Path(sys.executable).parent / "dask"
+    found = str(beside) if beside.exists() else shutil.which("dask")
+    return [found] if found else [sys.executable, "-m", "dask"]
+
+
+def marked(job_ids: set[str]) -> list[int]:
+    """Processes whose environment carries one of these job ids."""
+    wanted = {f"{jobs.JOB_ENV}={job}".encode() for job in job_ids}
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if wanted & set(Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")):
+                found.append(int(entry))
+    return found
+
+
+@contextlib.contextmanager
+def dask_cluster(folder: Path, workers: int = 2):
+    """A scheduler and `workers` workers started with `dask scheduler` and `dask worker`, each in a
+    session of its own (ended as a group at the end); yields the scheduler file."""
+    scheduler_file = folder / "scheduler.json"
+    env = child_environment()
+    env["DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES"] = "0"  # our single retry, not Dask's
+    logs = folder / "logs"
+    logs.mkdir()
+    started: list[subprocess.Popen] = []
+
+    def start(name: str, args: list[str]) -> None:
+        with open(logs / f"{name}.log", "wb") as log:
+            started.append(
+                subprocess.Popen(
+                    [*dask_command(), *args], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                )
+            )
+
+    try:
+        start(
+            "scheduler",
+            [
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--scheduler-file",
+                str(scheduler_file),
+                "--dashboard-address",
+                "127.0.0.1:0",
+            ],
+        )
+        deadline = time.monotonic() + 60
+        while not scheduler_file.exists():
+            assert time.monotonic() < deadline, (logs / "scheduler.log").read_text()
+            time.sleep(0.2)
+        for i in range(workers):
+            start(
+                f"worker{i}",
+                [
+                    "worker",
+                    "--scheduler-file",
+                    str(scheduler_file),
+                    "--nthreads",
+                    "1",
+                    "--host",
+                    "127.0.0.1",
+                    "--dashboard-address",
+                    "127.0.0.1:0",
+                ],
+            )
+        from distributed import Client
+
+        with Client(scheduler_file=str(scheduler_file), timeout="30s", set_as_default=False) as client:
+            client.wait_for_workers(workers, timeout=90)
+            listening = [client.scheduler_info()["address"], *client.scheduler_info()["workers"]]
+        assert all(address.startswith("tcp://127.0.0.1:") for address in listening), listening
+        yield scheduler_file
+    finally:
+        for process in started:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in started:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def batch(out: Path, *where: str) -> subprocess.Popen:
+    """The batch of every submission in tests/batch, started (a console command of its own)."""
+    names = [str(SUBMISSIONS / name) for name in EXPECTED]
+    command = [sys.executable, "-m", "elmo_conformance", "batch", *names, "--out", str(out), "--job-timeout",
+               JOB_TIMEOUT, "--no-progress", *where, *SELECTION]  # fmt: skip
+    return subprocess.Popen(
+        command,
+        env=child_environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def finish(process: subprocess.Popen, timeout: float = 300) -> subprocess.CompletedProcess:
+    try:
+        out, err = process.communicate(timeout=timeout)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+def check_records(out: Path, done: subprocess.CompletedProcess) -> dict[str, dict]:
+    """Every record of batch.json, and that no process of any job is left; the records by name."""
+    assert done.returncode == 0, done.stdout + done.stderr
+    data = json.loads((out / "batch.json").read_text())
+    found = {r["name"]: r for r in data["submissions"]}
+    assert {name: r["verdict"] for name, r in found.items()} == EXPECTED, done.stdout + done.stderr
+    assert data["summary"] == {"pass": 1, "fail": 1, "did not load": 1, "hung": 1, "killed its worker": 1}
+    assert set(SELECTION) <= set(data["options"]["suite_args"])
+
+    good = found["good"]
+    assert good["reason"] is None and good["exit_status"] == 0 and good["counts"] == {"passed": 1}
+    assert good["sections"] == {"5.1": {"passed": 1}, "5.2": {"passed": 1}} and good["failures"] == []
+    for kind in ("json", "html"):
+        assert (out / good["reports"][kind]).is_file()
+    assert json.loads((out / good["reports"]["json"]).read_text())["complete"] is True
+
+    wrong = found["wrong"]
+    assert wrong["exit_status"] == 1 and wrong["counts"] == {"failed": 1}
+    assert wrong["sections"]["5.1"] == {"failed": 1}
+    (failure,) = wrong["failures"]
+    assert failure["nodeid"].endswith("test_hand_example_scalar_mix[wrong-float64]")
+    assert failure["first_lines"] and "5.1" in failure["sections"]
+    assert "1 test case(s) failed" in wrong["reason"]
+    assert (out / wrong["reports"]["html"]).is_file()
+
+    hang = found["hang"]
+    assert f"deadline ({float(JOB_TIMEOUT):g} s)" in hang["reason"] and hang["exit_status"] == 3
+    assert float(JOB_TIMEOUT) <= hang["duration_s"] < float(JOB_TIMEOUT) + 30
+
+    killer = found["killer"]
+    assert "died, on both tries" in killer["reason"]
+    assert [a["outcome"] for a in killer["attempts"]] == ["its worker died"] * 2
+    assert killer["attempts"][0]["worker"] != killer["attempts"][1]["worker"]
+
+    bad = found["bad-manifest"]
+    assert "elmo-submission.json" in bad["reason"] and "field 'buld'" in bad["reason"] and bad["attempts"] == []
+
+    job_ids = {a["job"] for r in found.values() for a in r["attempts"] if a.get("job")}
+    assert len(job_ids) == 5  # good, wrong, hang, and the killer twice
+    assert marked(job_ids) == [], "a process of a job outlived it"
+
+    page = (out / "index.html").read_text()
+    for name, verdict in EXPECTED.items():
+        assert f'data-submission="{name}" data-verdict="{verdict}"' in page
+    assert 'href="good/report.html"' in page
+    return found
+
+
+def test_batch_on_a_dask_cluster_and_embedded(tmp_path):
+    """A real scheduler and two workers (dask scheduler / dask worker on 127.0.0.1), and the
+    embedded default (the two batches at the same time, to save time): the same verdicts, every
+    record checked, no process of a job left."""
+    with dask_cluster(tmp_path) as scheduler_file:
+        running = batch(tmp_path / "embedded", "--workers", "2")
+        on_cluster = finish(batch(tmp_path / "cluster", "--scheduler-file", str(scheduler_file)))
+        embedded = finish(running)
+    assert "cluster tcp://127.0.0.1:" in on_cluster.stderr
+    cluster_records = check_records(tmp_path / "cluster", on_cluster)
+    assert "embedded LocalCluster tcp://127.0.0.1:" in embedded.stderr
+    assert "Dask dashboard: http://127.0.0.1:" in embedded.stderr
+    embedded_records = check_records(tmp_path / "embedded", embedded)
+    assert {n: r["verdict"] for n, r in embedded_records.items()} == {
+        n: r["verdict"] for n, r in cluster_records.items()
+    }
+
+
+# ------------------------------------------------------------------------------ the parts, without a cluster
+
+
+def test_manifest_problems_name_the_field(tmp_path):
+    assert submissions.manifest_problems({"impl": "adapter.py", "name": "ok", "build": "make"}) == []
+    assert submissions.manifest_problems({}) == ["field 'impl': required, missing"]
+    assert submissions.manifest_problems({"impl": 3}) == ["field 'impl': 3 is not of type 'string'"]
+    (extra,) = submissions.manifest_problems({"impl": "a.py", "buld": "make"})
+    assert extra.startswith("field 'buld': not a field of elmo-submission.json")
+    (name,) = submissions.manifest_problems({"impl": "a.py", "name": "../up"})
+    assert name.startswith("field 'name':")
+    folder = tmp_path / "not-json"
+    folder.mkdir()
+    (folder / "elmo-submission.json").write_text("{")
+    assert "not a JSON file" in submissions.resolve(str(folder)).problem
+    missing = tmp_path / "missing-impl"
+    missing.mkdir()
+    (missing / "elmo-submission.json").write_text('{"impl": "nope.py"}')
+    assert (
+        submissions.resolve(str(missing)).problem
+        == "elmo-submission.json: field 'impl': nope.py is not a file in the folder"
+    )
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "neither elmo-submission.json" in submissions.resolve(str(empty)).problem
+
+
+def test_submissions_resolve_pack_and_get_unique_names(tmp_path):
+    found = submissions.resolve_all(
+        ["numpy", str(SUBMISSIONS / "good"), str(SUBMISSIONS / "good" / "adapter.py"), "cmd:./prog --x", "numpy"]
+    )
+    assert [(s.name, s.kind, s.impl) for s in found] == [
+        ("numpy", "name", "numpy"),
+        ("good", "folder", "adapter.py"),
+        ("adapter", "file", "adapter.py"),
+        ("prog", "command", "cmd:./prog --x"),
+        ("numpy-2", "name", "numpy"),
+    ]
+    submissions.unpack(found[1].files, tmp_path)
+    assert (tmp_path / "adapter.py").read_bytes() == (SUBMISSIONS / "good" / "adapter.py").read_bytes()
+    assert submissions.resolve(str(tmp_path / "none.py")).problem.endswith("no such file")
+
+
+def test_suite_options_pass_through_and_the_batchs_own_are_refused(capsys):
+    args = parse(["numpy", "--out", "o", "-k", "mix", "--dtype", "float64", "--", "-x", "--call-timeout", "5"])
+    assert args.suite_args == ["-q", "--dtype", "float64", "-k", "mix", "-x", "--call-timeout", "5"]
+    with pytest.raises(SystemExit):
+        parse(["numpy", "--out", "o", "--", "--impl", "torch"])
+    assert "the batch sets it" in capsys.readouterr().err
+
+
+def test_a_failed_build_is_did_not_load_and_leaves_no_process(tmp_path):
+    """A job's build command that starts a process in a session of its own and fails: the guard
+    ends that process with the job."""
+    job = jobs.Job("b", "adapter.py", build="setsid sleep 300 & echo building; exit 7", deadline_s=60, job_id="t" * 32)
+    result = jobs.run_job(job)
+    assert result["stage"] == "build" and result["build"]["exit_status"] == 7
+    assert "building" in result["build"]["output"]
+    assert marked({"t" * 32}) == []
+    record = records.new_record(submissions.Submission("b", "b", "folder", "adapter.py"))
+    from elmo_conformance.batch.executor import Outcome
+
+    records.judge_suite(record, Outcome(None, job, result, ids=[job.job_id]), tmp_path / "b", tmp_path)
+    assert record["verdict"] == records.NOT_LOADED and record["reason"].startswith("its build command exited 7")
