@@ -57,15 +57,20 @@ def dashboard(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The project's own tests, then the conformance suite and the mutation gate of §13.1 for every
-    built-in adapter that runs here (numpy and torch in-process and through the protocol server)."""
+    """The project's own tests, on every core (pytest-xdist): the harness's self-tests, the whole
+    suite on jax and c, the C mutants' gate of §13.1, and numpy's full parity of the suite and the
+    mutation matrix in-process and through the protocol (torch's full parity: `nox -s parity`)."""
     session.install(*REQUIREMENTS, "jax")
-    session.run("python", "-m", "pytest", "tests", "-m", "not parity", *session.posargs)
-    session.run("python", "-m", "elmo_conformance", "--impl", "jax", "--impl", "c", "-q")
-    # numpy and torch: the suite and the mutation matrix in-process (the gate: every catalog mutant
-    # killed by its expected tests, spec §13) and through the wire protocol, with the same verdicts.
-    session.run("python", "-m", "pytest", "tests", "-m", "parity", "-q")
-    session.run("python", "-m", "elmo_conformance", "mutants", "--impl", "c")
+    session.run("python", "-m", "pytest", "tests", "-n", "auto", "-m", "not full_parity", *session.posargs)
+
+
+@nox.session
+def parity(session: nox.Session) -> None:
+    """torch's full parity (tests/test_parity.py): the whole suite and the mutation matrix in-process
+    and through the protocol server, with the same verdicts (minutes; `nox -s tests` runs a cheaper
+    check of the same property)."""
+    session.install(*REQUIREMENTS)
+    session.run("python", "-m", "pytest", "tests/test_parity.py", "-m", "full_parity", *session.posargs)
 
 
 @nox.session

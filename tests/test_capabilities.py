@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -14,18 +11,13 @@ import pytest
 
 from elmo_conformance.conformance import tolerances
 from elmo_conformance.conformance.loading import AdapterLoadError, as_adapter, available_builtins, load_adapter
+from tests.suite_runs import run_suite as _run_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_suite(tmp_path: Path, impl: str, *args: str) -> tuple[int, dict | None, str]:
-    report = tmp_path / "report.json"
-    command = [
-        *(sys.executable, "-m", "pytest", "conformance", "--impl", impl, "--report", str(report)),
-        *("-p", "no:cacheprovider", "-q", *args),
-    ]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    return done.returncode, json.loads(report.read_text()) if report.exists() else None, done.stdout + done.stderr
+    return _run_suite(tmp_path, impl, "-q", *args, timeout=600)
 
 
 def adapter_file(tmp_path: Path, body: str, name: str = "mine.py") -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from elmo_conformance.conformance.mutants.model import Baseline, MutantInfo, Mut
 from elmo_conformance.conformance.mutants.runner import Options, Results, not_applicable
 from elmo_conformance.conformance.mutants.verdicts import judge, session_failures
 from elmo_conformance.conformance.passtable import cell, table
+from tests.suite_runs import run_suite as _run_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 SCALAR_MIX_TESTS = {
@@ -30,13 +30,10 @@ SCALAR_MIX_TESTS = {
 
 
 def run_suite(tmp_path: Path, impl: str, *args: str) -> tuple[int, dict, dict, str]:
-    report, passes = tmp_path / "report.json", tmp_path / "pass-table.json"
-    command = [sys.executable, "-m", "pytest", "conformance", "--impl", impl, "--report", str(report)]
-    command += ["--pass-table", str(passes), "-p", "no:cacheprovider", *args]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
-    output = done.stdout + done.stderr
-    assert report.exists() and passes.exists(), output
-    return done.returncode, json.loads(report.read_text()), json.loads(passes.read_text()), output
+    passes = tmp_path / "pass-table.json"
+    code, report, output = _run_suite(tmp_path, impl, "--pass-table", str(passes), *args)
+    assert report is not None and passes.exists(), output
+    return code, report, json.loads(passes.read_text()), output
 
 
 def check_scalar_mix_only(code: int, report: dict, passes: dict, output: str, grad: bool) -> None:

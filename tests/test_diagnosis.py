@@ -6,28 +6,24 @@ check (the conformance runs of `nox -s tests`)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tests.suite_runs import run_suite as _run_suite
+
 ROOT = Path(__file__).resolve().parent.parent
 BROKEN = ROOT / "tests" / "broken"
 
 
 def run_suite(tmp_path: Path, impl: str, *args: str) -> tuple[int, dict, str]:
-    """`pytest conformance --impl IMPL ARGS` in a fresh process, in the harness's process (fast);
-    (exit code, JSON report, terminal output)."""
-    report = tmp_path / "report.json"
-    command = [sys.executable, "-m", "pytest", "conformance", "--impl", impl, "--report", str(report)]
-    command += ["-p", "no:cacheprovider", "--in-process", *args]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
-    assert report.exists(), done.stdout + done.stderr
-    return done.returncode, json.loads(report.read_text()), done.stdout + done.stderr
+    """The suite on IMPL with ARGS through the entry point, the adapter in the harness's process
+    (fast); (exit status, JSON report, terminal output)."""
+    code, report, output = _run_suite(tmp_path, impl, "--in-process", *args)
+    assert report is not None, output
+    return code, report, output
 
 
 def outcome(report: dict, test: str, case: str | None = None) -> dict:

@@ -158,7 +158,7 @@ def test_python_m_fixtures_refuses_a_hostile_file_with_one_line(tmp_path: Path, 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_the_harness_refuses_to_start_on_a_hostile_file(tmp_path: Path, case: Case) -> None:
     copy = case.make(tmp_path)
-    args = ["-m", "pytest", "conformance", "--impl", "numpy", "-q", "-p", "no:cacheprovider"]
+    args = ["-m", "elmo_conformance", "--impl", "numpy", "-q", "-p", "no:cacheprovider"]  # the console command
     outcome = run_bounded(args, REPO_ROOT, {FIXTURES_ENV: str(copy)})
     assert_bounded(outcome, case)
     assert outcome.returncode == pytest.ExitCode.USAGE_ERROR, outcome.output[-3000:]

@@ -10,7 +10,6 @@ import os
 import pickle
 import shutil
 import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import numpy as np
 import pytest
 from fixture_copies import FIXTURE_NAMES, copy_fixtures, rehash
 
+import elmo_conformance
 from elmo_conformance.fixtures.__main__ import main as fixtures_main
 from elmo_conformance.fixtures.manifest import SPEC_VERSION, verify_manifest
 from elmo_conformance.fixtures.store import (
@@ -43,9 +43,10 @@ def flip_byte(path: Path, position: int) -> None:
 
 
 def run_harness(copy: Path, *args: str) -> subprocess.CompletedProcess:
+    """The suite on the reference with the fixtures in `copy`, through the one entry point."""
     env = dict(os.environ, **{FIXTURES_ENV: str(copy)})
-    command = [sys.executable, "-m", "pytest", "conformance", "--impl", "numpy", "-q", "-p", "no:cacheprovider", *args]
-    return subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    done = elmo_conformance.run("numpy", ["-q", "-p", "no:cacheprovider", *args], env=env, capture=True, deadline_s=300)
+    return subprocess.CompletedProcess(done.command, done.exit_status, done.output or "", "")
 
 
 def test_the_committed_fixtures_pass_checks_0_to_4() -> None:

@@ -14,14 +14,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from fixture_copies import FIXTURE_NAMES, copy_fixtures, rehash
 
+import elmo_conformance
 from elmo_conformance.fixtures.manifest import load_fixture, verify_manifest
 from elmo_conformance.fixtures.store import (
     FIXTURES_DIR,
@@ -137,11 +136,9 @@ def test_a_fixture_changed_during_a_run_fails_the_tests_that_read_it(tmp_path: P
     report = tmp_path / "report.json"
     env = dict(os.environ, **{FIXTURES_ENV: str(copy), "ELMO_TAMPER_FROM": str(replacements)})
     env["PYTHONPATH"] = os.pathsep.join([str(HOSTILE), env.get("PYTHONPATH", "")])
-    command = [sys.executable, "-m", "pytest", "conformance", "--impl", "numpy", "-q", "-p", "no:cacheprovider"]
-    command += ["-p", "tamper", "-k", "golden or learning or scalar_mix", "--report", str(report)]
-    done = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
-    output = done.stdout + done.stderr
-    assert done.returncode == pytest.ExitCode.TESTS_FAILED, output[-3000:]
+    args = ["-q", "-p", "tamper", "-k", "golden or learning or scalar_mix"]
+    done = elmo_conformance.run("numpy", args, report=report, env=env, cwd=REPO_ROOT, capture=True, deadline_s=600)
+    assert done.exit_status == pytest.ExitCode.TESTS_FAILED, done.describe()
     assert (copy / "golden_bilm.npz").read_bytes() == (replacements / "golden_bilm.npz").read_bytes()  # tampered
     tests = json.loads(report.read_text(encoding="utf-8"))["tests"]
     reading = {"test_golden.py": "golden_bilm.npz", "test_learning.py": "learning_thresholds.tsv"}

@@ -3,7 +3,6 @@ message naming the spec section, and the run still finishes and writes its repor
 
 from __future__ import annotations
 
-import json
 import re
 import shlex
 import subprocess
@@ -12,29 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.suite_runs import run_suite as _run_suite
+
 ROOT = Path(__file__).resolve().parent.parent
 BROKEN = ROOT / "tests" / "broken"
 
 
 def run_suite(tmp_path: Path, impl: str, *args: str) -> tuple[int, dict | None, str]:
-    """`pytest conformance --impl IMPL ARGS` in a fresh process; (exit code, report, output)."""
-    report = tmp_path / "report.json"
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "conformance",
-        "--impl",
-        impl,
-        "--report",
-        str(report),
-        "-p",
-        "no:cacheprovider",
-        *args,
-    ]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    data = json.loads(report.read_text()) if report.exists() else None
-    return done.returncode, data, done.stdout + done.stderr
+    """The suite on IMPL with ARGS through the entry point; (exit status, report, output)."""
+    return _run_suite(tmp_path, impl, *args, timeout=600)
 
 
 def outcomes(report: dict, test: str) -> list[dict]:

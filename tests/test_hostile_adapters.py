@@ -7,15 +7,14 @@ with --in-process."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
 from hypothesis.errors import InvalidArgument
+
+from tests.suite_runs import run_suite as _run_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 BROKEN = ROOT / "tests" / "broken"
@@ -25,19 +24,9 @@ IN_PROCESS = "--in-process"
 def run_suite(
     tmp_path: Path, impl: str, *args: str, timeout: float = 180, env: dict | None = None
 ) -> tuple[int, dict | None, str]:
-    """`pytest conformance --impl IMPL ARGS` in a fresh process; (exit code, report, output). A run
+    """The suite on IMPL with ARGS through the entry point; (exit status, report, output). A run
     that does not finish within `timeout` seconds fails the test: the harness hung."""
-    report = tmp_path / "report.json"
-    command = [sys.executable, "-m", "pytest", "conformance", "--impl", impl, "--report", str(report)]
-    command += ["-p", "no:cacheprovider", "--dtype", "float64", *args]
-    try:
-        done = subprocess.run(
-            command, cwd=ROOT, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})}
-        )
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"the run did not finish within {timeout} s: the harness hung\n{exc.stdout}\n{exc.stderr}")
-    data = json.loads(report.read_text()) if report.exists() else None
-    return done.returncode, data, done.stdout + done.stderr
+    return _run_suite(tmp_path, impl, "--dtype", "float64", *args, timeout=timeout, env=env)
 
 
 def outcome(report: dict, test: str) -> dict:

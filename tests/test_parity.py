@@ -3,9 +3,11 @@ the same verdicts through the protocol server (conformance/serve.py) as in-proce
 and torch adapters: the same outcome for every test, and every mutant the same status with the
 same killing tests.
 
-These runs take minutes, so they are marked `parity` and `nox -s tests` runs them as its own step;
-the in-process mutation run here is also the gate of spec §13.1 (every catalog mutant killed by
-its expected tests)."""
+These runs take minutes. numpy's full pass runs with the project's tests (`nox -s tests`, where
+the in-process mutation run is also the gate of spec §13.1: every catalog mutant killed by
+its expected tests); torch's full pass is marked `full_parity` and runs in `nox -s parity`, while
+`nox -s tests` keeps a cheaper torch check of the same property: the suite's results and error
+answers (§3, §5, §8) through the protocol against in-process (`test_torch_results_and_errors_...`its expected tests)."""
 
 from __future__ import annotations
 
@@ -17,8 +19,11 @@ from pathlib import Path
 
 import pytest
 
+import elmo_conformance
+
 ROOT = Path(__file__).resolve().parent.parent
-IMPLS = ["numpy", "torch"]
+FULL = pytest.mark.full_parity
+IMPLS = ["numpy", pytest.param("torch", marks=FULL)]
 pytestmark = pytest.mark.parity
 
 
@@ -28,13 +33,10 @@ def served(impl: str) -> str:
 
 
 def suite_outcomes(impl: str, tmp_path: Path, tag: str, *options: str) -> dict[str, str]:
-    report = tmp_path / f"{tag}.json"
-    command = [sys.executable, "-m", "pytest", "conformance", "--impl", impl, "--report", str(report), "-q", *options]
-    done = subprocess.run([*command, "-p", "no:cacheprovider"], cwd=ROOT, capture_output=True, text=True, timeout=1800)
-    assert report.exists(), done.stdout[-3000:] + done.stderr[-3000:]
-    data = json.loads(report.read_text())
-    assert data["complete"] and data["tests"], done.stdout[-3000:]
-    return {test["nodeid"]: test["outcome"] for test in data["tests"]}
+    """nodeid -> outcome of the suite on `impl`, through the one entry point."""
+    result = elmo_conformance.run(impl, ["-q", "-p", "no:cacheprovider", *options], capture=True, deadline_s=1800)
+    assert result.complete and result.tests, result.describe()
+    return result.outcomes
 
 
 def mutation_verdicts(impl: str, tmp_path: Path, tag: str) -> tuple[int, dict[str, tuple[str, list[str]]], str]:
@@ -62,6 +64,17 @@ def test_the_suite_gives_the_same_verdicts_through_the_protocol(impl: str, tmp_p
         if through.get(nodeid) != outcome
     ]
     assert not differ and len(through) == len(direct), "\n".join(differ)
+
+
+def test_torch_results_and_errors_are_the_same_through_the_protocol(tmp_path: Path) -> None:
+    """The cheaper check of the full torch pass (`nox -s parity`): every ScalarMix and validation
+    test (results §5, refusals of bad input §8) gives the same outcome through the protocol."""
+    selection = ("-k", "test_scalar_mix.py or test_validation.py")
+    direct = suite_outcomes("torch", tmp_path, "in-process", "--in-process", *selection)
+    through = suite_outcomes(served("torch"), tmp_path, "served", *selection)
+    assert set(direct.values()) <= {"passed", "skipped"} and len(direct) > 50, direct
+    differ = [nodeid for nodeid, outcome in direct.items() if through.get(nodeid) != outcome]
+    assert not differ and len(through) == len(direct), differ
 
 
 @pytest.mark.parametrize("impl", IMPLS)

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
+import elmo_conformance
 from elmo_conformance.conformance.loading import LoadedAdapter
 from elmo_conformance.conformance.passtable import cell, render, table
 
@@ -70,14 +69,11 @@ def test_rows_follow_the_spec_and_columns_the_adapters() -> None:
 
 def test_a_run_prints_the_table_and_writes_it_as_json(tmp_path: Path) -> None:
     out = tmp_path / "reports" / "pass-table.json"
-    command = [
-        *(sys.executable, "-m", "pytest", "conformance", "--impl", "numpy", "--impl", str(SKIP_SOFTMAX)),
-        *("-k", "test_hand_example or test_probe_accuracy_breaks_ties or test_every_validation_row"),
-        *("--pass-table", str(out), "-p", "no:cacheprovider"),
-    ]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    output = done.stdout + done.stderr
-    assert done.returncode == 1, output  # skip-softmax fails the hand example
+    args = ["-k", "test_hand_example or test_probe_accuracy_breaks_ties or test_every_validation_row"]
+    args += ["--pass-table", str(out), "-p", "no:cacheprovider"]
+    done = elmo_conformance.run(["numpy", str(SKIP_SOFTMAX)], args, capture=True, deadline_s=300)
+    output = done.output or ""
+    assert done.exit_status == 1, done.describe()  # skip-softmax fails the hand example
     assert "pass table (spec sections and tests x adapter-dtype)" in output
     assert f"pass table written to {out}" in output
     data = json.loads(out.read_text())
@@ -97,10 +93,7 @@ def test_a_run_prints_the_table_and_writes_it_as_json(tmp_path: Path) -> None:
 
 
 def test_quiet_runs_print_no_table(tmp_path: Path) -> None:
-    command = [
-        *(sys.executable, "-m", "pytest", "conformance", "--impl", "numpy", "-q", "-p", "no:cacheprovider"),
-        *("-k", "test_probe_accuracy_breaks_ties"),
-    ]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stdout
-    assert "pass table" not in done.stdout
+    args = ["-q", "-p", "no:cacheprovider", "-k", "test_probe_accuracy_breaks_ties"]
+    done = elmo_conformance.run("numpy", args, capture=True, deadline_s=300)
+    assert done.exit_status == 0, done.describe()
+    assert "pass table" not in (done.output or "")

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from elmo_conformance.conformance.xfails import Entry, parse
+from tests.suite_runs import run_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 SKIP_SOFTMAX = ROOT / "tests" / "broken" / "skip_softmax.py"  # fails test_hand_example_scalar_mix (s01)
@@ -79,13 +77,8 @@ def test_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
 
 def run(tmp_path: Path, xfails: str, *args: str) -> tuple[int, dict | None, str]:
     (tmp_path / "xfails.txt").write_text(xfails, encoding="utf-8")
-    report = tmp_path / "report.json"
-    command = [
-        *(sys.executable, "-m", "pytest", "conformance", "--impl", str(SKIP_SOFTMAX), "--dtype", "float64"),
-        *("--xfails-file", str(tmp_path / "xfails.txt"), "--report", str(report), "-p", "no:cacheprovider", *args),
-    ]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    return done.returncode, json.loads(report.read_text()) if report.exists() else None, done.stdout + done.stderr
+    args = ["--dtype", "float64", "--xfails-file", str(tmp_path / "xfails.txt"), *args]
+    return run_suite(tmp_path, str(SKIP_SOFTMAX), *args, timeout=300)
 
 
 def outcome(report: dict, test: str) -> dict:

@@ -1,0 +1,71 @@
+"""The project's own tests run the conformance suite through the one entry point,
+``elmo_conformance.run`` (elmo_conformance/running.py), like every other caller.
+
+``run_suite`` is the shape most tests want: (exit status, the JSON report or None, the output).
+``shared_run`` memoizes a run by its arguments for the life of the test process, so that the
+tests that read the same whole-suite report (the numpy suite, say) share one run instead of
+starting one each; it is only for runs whose report the tests read and never change.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import elmo_conformance
+from elmo_conformance.running import RunResult
+
+ROOT = Path(__file__).resolve().parent.parent
+BROKEN = ROOT / "tests" / "broken"
+
+
+def run_suite(
+    tmp_path: Path,
+    impl: str | list[str],
+    *args: str,
+    timeout: float = 900,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = ROOT,
+    report_name: str = "report.json",
+) -> tuple[int, dict[str, Any] | None, str]:
+    """The suite on `impl` with the suite's or pytest's `args`; (exit status, report, output). A
+    run that does not finish within `timeout` seconds fails the test: the harness hung."""
+    result = run(tmp_path, impl, *args, timeout=timeout, env=env, cwd=cwd, report_name=report_name)
+    report = tmp_path / report_name
+    data = json.loads(report.read_text()) if report.is_file() else None
+    return result.exit_status, data, result.output or ""
+
+
+def run(
+    tmp_path: Path,
+    impl: str | list[str],
+    *args: str,
+    timeout: float = 900,
+    env: Mapping[str, str] | None = None,
+    cwd: Path | None = ROOT,
+    report_name: str = "report.json",
+) -> RunResult:
+    """The suite through the entry point, writing --report `tmp_path/report_name` as a user would;
+    ``RunResult.report`` is this run's report (the same record)."""
+    report = tmp_path / report_name
+    merged = {**os.environ, **(env or {})}
+    result = elmo_conformance.run(
+        impl, [*args, "-p", "no:cacheprovider"], report=report, deadline_s=timeout, env=merged, cwd=cwd, capture=True
+    )
+    if result.timed_out:
+        pytest.fail(f"the run did not finish within {timeout} s: the harness hung\n{result.describe()}")
+    return result
+
+
+@cache
+def shared_run(impl: str, *args: str) -> RunResult:
+    """One run of the suite per distinct (impl, args) in this test process; its report is read only."""
+    folder = Path(tempfile.mkdtemp(prefix="elmo-shared-run-"))
+    return run(folder, impl, *args)
