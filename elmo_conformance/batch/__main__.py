@@ -243,28 +243,41 @@ def main(argv: list[str] | None = None) -> int:
         if s.problem:
             progress.write(f"{s.name}: did not load: {s.problem}")
 
+    select = ["-k", args.keyword] if args.keyword else []
+
+    def mutation_job(submission: Any, kind: str, mutants: list[str]) -> tuple[Job, Any]:
+        extra = select if kind.startswith("generated") else []
+        job = Job(
+            submission.name,
+            submission.impl or "",
+            kind,
+            submission.files,
+            submission.build,
+            list(extra),
+            args.mutants_timeout,
+            mutants=mutants,
+            version=__version__,
+        )
+        return job, submission
+
     def then(outcome: Outcome) -> list[tuple[Job, Any]]:
-        submission = outcome.tag
-        if outcome.job.kind != "suite" or args.mutants == "none" or records[submission.name]["verdict"] != PASS:
-            return []
-        jobs = [
-            (
-                Job(
-                    submission.name,
-                    submission.impl or "",
-                    args.mutants,
-                    submission.files,
-                    submission.build,
-                    [],
-                    args.mutants_timeout,
-                    mutants=shard,
-                    version=__version__,
-                ),
-                submission,
-            )
-            for shard in (shards(args.shard_size) if args.mutants == "declared" else [[]])
-        ]
-        mutation_jobs[submission.name] = len(jobs)
+        """The mutation jobs that follow a job: a passing suite's mutants, in shards of
+        --shard-size (generated mutants: listed by a first job, then run in groups)."""
+        submission, kind = outcome.tag, outcome.job.kind
+        jobs: list[tuple[Job, Any]] = []
+        if kind == "suite" and args.mutants != "none" and records[submission.name]["verdict"] == PASS:
+            if args.mutants == "declared":
+                jobs = [mutation_job(submission, "declared", shard) for shard in shards(args.shard_size)]
+            elif args.shard_size > 0:
+                jobs = [mutation_job(submission, "generated-list", [])]
+            else:
+                jobs = [mutation_job(submission, "generated", [])]
+        elif kind == "generated-list" and outcome.result and outcome.result.get("mutant_ids"):
+            ids = outcome.result["mutant_ids"]
+            groups = [ids[i : i + args.shard_size] for i in range(0, len(ids), args.shard_size)]
+            jobs = [mutation_job(submission, "generated", group) for group in groups]
+        if jobs and jobs[0][0].kind != "generated-list":
+            mutation_jobs[submission.name] = len(jobs)
         progress.add(len(jobs))
         return jobs
 
@@ -287,6 +300,16 @@ def main(argv: list[str] | None = None) -> int:
                     lost += record["verdict"] == LOST
                     if not ok:
                         progress.write(f"{submission.name}: {record['verdict']}: {record['reason']}")
+                elif outcome.job.kind == "generated-list":
+                    ok = bool(outcome.result and outcome.result.get("mutant_ids"))
+                    lost += outcome.result is None and outcome.lost is not None
+                    if not ok:
+                        tail = (outcome.result or {}).get("output") or outcome.lost or "its worker died"
+                        record["mutation"] = {
+                            "mode": args.mutants,
+                            "score": None,
+                            "problem": "its generated mutants could not be listed: " + tail.strip()[-500:],
+                        }
                 else:
                     mutation_outcomes.setdefault(submission.name, []).append(outcome)
                     ok = outcome.result is not None

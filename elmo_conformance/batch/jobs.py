@@ -75,7 +75,7 @@ class Job:
 
     name: str
     impl: str
-    kind: str = "suite"
+    kind: str = "suite"  # suite, declared, generated, generated-list (the ids of the generated mutants)
     files: bytes | None = None
     build: str | None = None
     suite_args: list[str] = field(default_factory=list)
@@ -235,11 +235,17 @@ def _mutants(job: Job, work: Path, tmp: Path, env: dict[str, str], deadline_s: f
     command = [sys.executable, "-m", "elmo_conformance"]
     if job.kind == "declared":
         command += ["mutants", "--impl", job.impl, "--out", str(out), "--workers", "1", "--no-html"]
-        for mutant in job.mutants:
-            command += ["--mutant", mutant]
-    else:
-        command += ["mutate", "--impl", job.impl, "--out", str(out)]
+    else:  # generated: `elmo-conformance mutate`, the mutants of the submission's own source (§13.3)
+        command += ["mutate", "--impl", job.impl, "--out", str(out), "--workers", "1", "--no-html", "--no-cache"]
+        command += ["--build", job.build] if job.build else []
+        command += job.suite_args  # -k EXPR
+        command += ["--list"] if job.kind == "generated-list" else []
+    for mutant in job.mutants:
+        command += ["--mutant", mutant]
     code, text, seconds = run_group(command, cwd=work, env=child_environment(env), deadline_s=deadline_s)
+    if job.kind == "generated-list":  # "ID  label" lines: the shards' mutant ids
+        ids = [line.split()[0] for line in text.splitlines() if line.strip() and not line.startswith(("error", " "))]
+        return {"exit_status": code, "timed_out": code is None, "mutant_ids": ids, "output": _tail(text)}
     report = None
     path = out / "mutation-report.json"
     with contextlib.suppress(OSError, ValueError):

@@ -42,6 +42,7 @@ BATCH_VERSION = 1
 FAILURES_KEPT = 10  # failures listed per submission in batch.json
 FAILURE_LINES = 4  # first lines of each failure's message
 DETECTED = ("Killed", "Timeout")
+VALID = ("Killed", "Timeout", "Survived", "NoCoverage")  # Stryker's: what a mutation score counts
 
 
 def first_lines(text: str | None, n: int = FAILURE_LINES) -> str:
@@ -237,7 +238,7 @@ def mutation_summary(mode: str, outcomes: list[Any], directory: Path, out: Path)
         counts = Counter(
             str(m.get("status")) for entry in (merged.get("files") or {}).values() for m in entry.get("mutants", [])
         )
-        considered = sum(n for status, n in counts.items() if status != "Ignored")
+        considered = sum(counts.get(status, 0) for status in VALID)
         detected = sum(counts.get(status, 0) for status in DETECTED)
         summary.update(
             counts=dict(counts),
