@@ -95,6 +95,14 @@ def mutate(session: nox.Session) -> None:
 
 
 @nox.session
+def batch(session: nox.Session) -> None:
+    """A class of implementations on Dask workers: `nox -s batch -- SUBMISSION... --out reports/batch`
+    (`--scheduler tcp://HOST:PORT` for a cluster, `--mutants declared`; `-- --help`)."""
+    session.install(*REQUIREMENTS)
+    session.run("python", "-m", "elmo_conformance", "batch", *session.posargs)
+
+
+@nox.session
 def bench(session: nox.Session) -> None:
     """Benchmarks, not part of `tests`: writes reports/bench.json and reports/bench.md (options: `-- --help`)."""
     session.install(*REQUIREMENTS, "jax", "scikit-learn", "pytest-xdist")  # every adapter, and the rivals

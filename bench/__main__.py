@@ -20,12 +20,12 @@ import numpy as np
 
 from elmo_conformance.conformance.loading import AdapterLoadError, available_builtins, load_adapter
 
-from . import bilm, mutants, probe, scaling, suite, wire
+from . import batch, bilm, mutants, probe, scaling, suite, wire
 from .peak import matmul_peak
 from .report import table
 from .threads import limit_threads, thread_report
 
-PARTS = ("suite", "bilm", "probe", "scaling", "wire")
+PARTS = ("suite", "bilm", "probe", "scaling", "wire", "batch")
 DTYPES = ("float64", "float32")
 LOSS_RTOL = {"float64": 1e-9, "float32": 1e-4}  # the same loss up to each dtype's rounding
 
@@ -46,6 +46,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--suite-timeout", type=float, default=1800.0, help="seconds before a suite run is abandoned")
     parser.add_argument("--threads", type=int, help="at most this many threads per library (default: theirs)")
+    parser.add_argument("--batch-submissions", type=int, default=20, help="the batch part's class size")
+    parser.add_argument("--batch-workers", type=int, default=2, help="the batch part's worker processes")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one repeat: checks the code, not speed")
     args = parser.parse_args(argv)
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
@@ -150,8 +152,12 @@ def main(argv: list[str] | None = None) -> int:
             scaling.sweep(adapters, bilm_size, "steps", t_values, dt, repeats, LOSS_RTOL[dt]),
             scaling.sweep(adapters, bilm_size, "batch", b_values, dt, repeats, LOSS_RTOL[dt]),
         ]
+    if "batch" in args.parts:
+        n = 3 if args.smoke else args.batch_submissions
+        log(f"a batch of {n} submissions: single runs, embedded, a dask cluster ({args.batch_workers} workers)")
+        result["batch"] = batch.compare(n, args.batch_workers, timeout=args.suite_timeout)
     result["environment"]["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    text = table(result)
+    text = "\n".join([table(result), *batch.rows(result.get("batch") or {})])
     for path, content in ((args.out, json.dumps(result, indent=1) + "\n"), (args.table, text + "\n")):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content, encoding="utf-8")
