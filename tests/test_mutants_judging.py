@@ -69,7 +69,12 @@ def test_a_run_with_a_mutant_that_could_not_be_judged_never_passes() -> None:
 
 @pytest.mark.parametrize(
     "option, value",
-    [("--timeout-factor", "1e300"), ("--timeout-factor", "0"), ("--timeout-min", "1e12"), ("--baseline-timeout", "inf")],
+    [
+        ("--timeout-factor", "1e300"),
+        ("--timeout-factor", "0"),
+        ("--timeout-min", "1e12"),
+        ("--baseline-timeout", "inf"),
+    ],
 )
 def test_deadline_options_out_of_range_are_refused(option: str, value: str, capsys: pytest.CaptureFixture) -> None:
     with pytest.raises(SystemExit) as exit_:

@@ -1,0 +1,220 @@
+"""`elmo-conformance mutate` (spec §13.3): mutants generated from an implementation's own source.
+
+On a copy of tests/examples/outside_mix.py, with a few chosen mutants and `-k` selecting the few
+tests that judge them (the whole suite would take minutes): the statuses (Killed, Timeout,
+Survived, NoCoverage, CompileError), the reports, the incremental cache, a survivor's rerun
+command reproducing it, a program built and run from its scratch copy, and the user's sources
+byte for byte as they were after a run, an interrupted run and a killed one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from elmo_conformance.conformance.mutants.generate import generate
+from elmo_conformance.conformance.mutants.reach import EVERY, ProgramMap, python_reach
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "tests" / "examples" / "outside_mix.py"
+FAST = "hand_example or stable_for_large_s"  # the tests that judge the chosen mutants
+LABELS = {
+    "k += 1 -> pass": "Timeout",  # the softmax's loop never ends
+    "e = np.exp(s) -> pass": "NoCoverage",  # in softmax_unshifted, which nothing calls
+    "e / total -> None": "Killed",
+    "max -> min": "Killed",  # shifted by min(s): only test_scalar_mix_is_stable_for_large_s sees it
+    "softmax_unshifted -> softmin_unshifted": "Survived",  # renames a function nothing calls
+}
+
+
+def mutate(*args: str, cwd: Path = ROOT, timeout: float = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    command = [sys.executable, "-m", "elmo_conformance", "mutate", *args]
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def digest(folder: Path) -> dict[str, str]:
+    """Every source file under `folder` (bytecode caches aside) and its hash."""
+    return {
+        p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
+def ids_by_label(path: Path) -> dict[str, str]:
+    """The generated mutants' ids, by their change (`original -> replacement`)."""
+    return {m.label().split("  ", 1)[1]: m.id for m in generate(path)}
+
+
+@pytest.fixture(scope="module")
+def user(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("user")
+    shutil.copy(EXAMPLE, folder / "outside_mix.py")
+    return folder
+
+
+def chosen(path: Path) -> list[str]:
+    ids = ids_by_label(path)
+    return [arg for label in LABELS for arg in ("--mutant", ids[label])]
+
+
+@pytest.fixture(scope="module")
+def first_run(user: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, dict, Path]:
+    out = tmp_path_factory.mktemp("report")
+    before = digest(user)
+    impl = str(user / "outside_mix.py")
+    args = ["--impl", impl, "-k", FAST, "--out", str(out), "--no-html", "--timeout-min", "4", "--timeout-factor", "2"]
+    done = mutate(*args, *chosen(user / "outside_mix.py"))
+    assert digest(user) == before, "the user's sources changed"
+    return done, json.loads((out / "mutation-report.json").read_text(encoding="utf-8")), out
+
+
+def statuses(report: dict) -> dict[str, str]:
+    return {
+        m["description"].split("  ")[1].split("  (")[0]: m["status"]
+        for f in report["files"].values()
+        for m in f["mutants"]
+    }
+
+
+def test_statuses_reports_and_the_survivors_lines(first_run) -> None:
+    done, report, out = first_run
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert statuses(report) == LABELS
+    [entry] = report["files"].values()
+    assert entry["language"] == "python" and "def softmax(s):" in entry["source"], "the user's own source"
+    by_label = {m["description"].split("  ")[1].split("  (")[0]: m for m in entry["mutants"]}
+    killed = by_label["max -> min"]
+    assert killed["replacement"] == "min" and killed["location"]["start"] == {"line": 14, "column": 21}
+    assert all("test_scalar_mix_is_stable_for_large_s" in test for test in killed["killedBy"])
+    names = {t["id"]: t["name"] for f in report["testFiles"].values() for t in f["tests"]}
+    assert "§5.4" in names[killed["killedBy"][0]], "a killer's name carries the spec sections it checks"
+    assert "outside_mix.py:24:5  softmax_unshifted -> softmin_unshifted" in done.stdout
+    assert f"--rerun {by_label['softmax_unshifted -> softmin_unshifted']['id']}" in done.stdout
+    assert "score 60.0 %" in done.stdout
+    assert "### Survivors" in (out / "summary.md").read_text(encoding="utf-8")
+
+
+def test_the_incremental_run_retests_only_what_a_change_can_affect(first_run, user: Path) -> None:
+    _, _, out = first_run
+    impl = str(user / "outside_mix.py")
+    args = ["--impl", impl, "-k", FAST, "--out", str(out), "--no-html", "--timeout-min", "4", "--timeout-factor", "2"]
+    again = mutate(*args, *chosen(user / "outside_mix.py"))
+    report = json.loads((out / "mutation-report.json").read_text(encoding="utf-8"))
+    assert again.returncode == 0 and statuses(report) == LABELS
+    reasons = {
+        m["description"].split("  ")[1].split("  (")[0]: m["statusReason"]
+        for f in report["files"].values()
+        for m in f["mutants"]
+    }
+    assert all("from the cache" in reason for reason in reasons.values()), reasons
+    # An edit of softmax_unshifted's docstring: the survivor and the unreached mutant are tested
+    # again (a change anywhere may change them); the kills in softmax, unchanged, are not.
+    source = user / "outside_mix.py"
+    source.write_text(source.read_text().replace("An early version", "The first version"), encoding="utf-8")
+    third = mutate(*args, *chosen(source))
+    report = json.loads((out / "mutation-report.json").read_text(encoding="utf-8"))
+    assert third.returncode == 0 and statuses(report) == LABELS
+    reasons = {
+        m["description"].split("  ")[1].split("  (")[0]: m["statusReason"]
+        for f in report["files"].values()
+        for m in f["mutants"]
+    }
+    cached = {label for label, reason in reasons.items() if "from the cache" in reason}
+    assert cached == {"k += 1 -> pass", "e / total -> None", "max -> min"}
+
+
+def test_a_survivors_rerun_command_reproduces_it(first_run, user: Path) -> None:
+    ids = ids_by_label(user / "outside_mix.py")
+    impl = str(user / "outside_mix.py")
+    survivor = mutate("--impl", impl, "-k", "hand_example", "--rerun", ids["softmax_unshifted -> softmin_unshifted"])
+    assert survivor.returncode == 0 and "it survives" in survivor.stdout, survivor.stdout + survivor.stderr
+    killed = mutate("--impl", impl, "-k", "hand_example", "--rerun", ids["e / total -> None"])
+    assert killed.returncode == 1 and "the suite kills this mutant" in killed.stdout
+    assert "test_hand_example_scalar_mix" in killed.stdout, "the suite's own output, failures and all"
+
+
+def test_a_program_is_built_and_run_from_its_scratch_copy(tmp_path: Path) -> None:
+    """A `cmd:` program with a build: a mutant the build refuses is a CompileError, not a kill; one
+    that builds is killed, so the program ran from the mutated copy, not from the user's folder."""
+    shutil.copy(EXAMPLE, tmp_path / "outside_mix.py")
+    before = digest(tmp_path)
+    ids = ids_by_label(tmp_path / "outside_mix.py")
+    impl = f"cmd:{sys.executable} -m elmo_conformance.conformance.serve outside_mix.py"
+    done = mutate(
+        "--impl", impl, "--source", "outside_mix.py", "--build", "grep -q 'return e / total' outside_mix.py",
+        "-k", "hand_example", "--out", str(tmp_path / "report"), "--no-html",
+        "--mutant", ids["e / total -> None"], "--mutant", ids["k += 1 -> pass"],
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((tmp_path / "report" / "mutation-report.json").read_text(encoding="utf-8"))
+    assert statuses(report) == {"e / total -> None": "CompileError", "k += 1 -> pass": "Timeout"}
+    compile_error = next(m for f in report["files"].values() for m in f["mutants"] if m["status"] == "CompileError")
+    assert "the build command exited with code 1" in compile_error["statusReason"]
+    assert {k: v for k, v in digest(tmp_path).items() if k in before} == before, "the user's sources changed"
+
+
+@pytest.mark.parametrize("how", [signal.SIGINT, signal.SIGKILL])
+def test_an_interrupted_run_leaves_the_users_sources_as_they_were(how: signal.Signals, tmp_path: Path) -> None:
+    """Ctrl-C (SIGINT to the whole process group) and a crash (SIGKILL) while mutants run."""
+    user = tmp_path / "user"
+    user.mkdir()
+    shutil.copy(EXAMPLE, user / "outside_mix.py")
+    before = digest(user)
+    ids = ids_by_label(user / "outside_mix.py")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "elmo_conformance", "mutate", "--impl", str(user / "outside_mix.py")]
+    command += ["-k", "hand_example", "--out", str(tmp_path / "report"), "--no-html", "--timeout-min", "300"]
+    command += ["--mutant", ids["k += 1 -> pass"], "--mutant", ids["e / total -> None"]]
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, start_new_session=True)  # fmt: skip
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:  # wait for the mutants to start
+            if line.startswith("baseline"):
+                break
+        time.sleep(4)
+        os.killpg(process.pid, how)
+        process.wait(60)
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)  # whatever a SIGKILLed parent left running
+        except ProcessLookupError:
+            pass
+    assert digest(user) == before
+
+
+def test_generated_ids_survive_edits_elsewhere_and_comments_are_not_mutated(tmp_path: Path) -> None:
+    source = tmp_path / "m.py"
+    source.write_text('"""doc: a + b"""\n\n\ndef f(a, b):\n    # a - b\n    return a + b\n', encoding="utf-8")
+    first = {m.label(): m.id for m in generate(source)}
+    assert {m.line for m in generate(source)} == {4, 6}, "code lines only: not the docstring, not the comment"
+    source.write_text("import os\n" + source.read_text(), encoding="utf-8")
+    assert set(first.values()) == {m.id for m in generate(source)}, "ids do not depend on line numbers"
+    c = tmp_path / "p.c"
+    c.write_text("/* a + b\n   c - d */\nint f(int a) { return a + 1; } // x * y\n", encoding="utf-8")
+    assert {m.line for m in generate(c)} == {3}
+
+
+def test_what_reaches_a_mutant() -> None:
+    lines = {str(EXAMPLE): {17: ["t1"], 20: ["t1", "t2"]}}
+    assert python_reach(str(EXAMPLE), 20, lines) == {"t1", "t2"}
+    assert python_reach(str(EXAMPLE), 26, lines) == set(), "a line in a function no test ran"
+    assert python_reach(str(EXAMPLE), 24, lines) is EVERY, "a def line runs on import"
+    c = ROOT / "adapters" / "c"
+    program = ProgramMap(sorted(c.glob("*.c")), ["scalar_mix", "scalar_mix_vjp", "bilm_layers"])
+    scalar_mix = next(first for name, first, _ in program.functions[str(c / "scalar_mix.c")] if name == "scalar_mix")
+    assert program.protocol_functions(str(c / "scalar_mix.c"), scalar_mix + 1) == {"scalar_mix"}
+    main = next(first for name, first, _ in program.functions[str(c / "main.c")] if name == "main")
+    assert program.protocol_functions(str(c / "main.c"), main + 1) is EVERY, "what every request runs"
