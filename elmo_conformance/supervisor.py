@@ -220,4 +220,7 @@ def supervise(
     if code == 0 and data and data.get("exit_status") not in (0, None):
         notes.append(f"pytest exited 0 but its report records exit status {data['exit_status']}")
         return Supervised(int(data["exit_status"]), data, None, notes)
-    return Supervised(code, data, why if code in (0, 1) else (why or f"pytest exited {code}"), notes)
+    if code in (0, 1):
+        return Supervised(code, data, why, notes)
+    page_error = data.get("page_error") if data else None
+    return Supervised(code, data, why or page_error or f"pytest exited {code}", notes)

@@ -243,3 +243,21 @@ def test_a_read_only_report_is_refused_not_trusted(tmp_path: Path) -> None:
     result = elmo_conformance.run("numpy", ["-k", "test_hand_example_scalar_mix", "-q"], report=path, capture=True)
     assert result.exit_status == 4 and not result.complete, result.describe()
     assert "cannot be written" in (result.output or "")
+
+
+def test_a_page_that_cannot_be_written_is_one_line_and_the_same_status_in_the_json(tmp_path: Path) -> None:
+    """The HTML page is part of the report (§11.1): `--report out/x.json` where out/x.html is a
+    folder gives one clear line, no traceback, and the same non-zero status in the JSON."""
+    (tmp_path / "x.html").mkdir()
+    report = tmp_path / "x.json"
+    result = elmo_conformance.run(
+        "numpy", ["-k", "test_hand_example_scalar_mix"], dtype="float64", report=report, capture=True
+    )
+    written = json.loads(report.read_text())
+    assert result.exit_status == written["exit_status"] == supervisor.NOT_FINISHED, result.describe()
+    assert (
+        result.problem
+        == written["page_error"]
+        == f"the HTML page {tmp_path / 'x.html'} cannot be written: Is a directory"
+    )
+    assert "Traceback" not in (result.output or ""), result.output
