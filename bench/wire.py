@@ -108,3 +108,65 @@ def compare(size: BiLMSize, dtype: str, repeats: int) -> dict:
         "ratio_to_fastest": {name: t.median / fastest for name, t in timings.items()},
         "errors": errors,
     }
+
+
+# ---------------------------------------------------------------------------------- one call
+
+
+def _tiny_inputs(dtype: str = "float64") -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """A ScalarMix call of two layers of [2, 3, 4]: as cheap as a protocol call gets."""
+    layers = [np.full((2, 3, 4), float(k), dtype=dtype) for k in range(3)]
+    return np.zeros(3, dtype=dtype), np.ones(1, dtype=dtype), layers
+
+
+def per_call(impl: str, calls: int = 200, repeats: int = 7) -> dict:
+    """The cost of one call through the child process (the default, §11.1) against in-process:
+    a tiny `scalar_mix` call, and one answered with an error (a bad `s`, the ValueError of §8),
+    each the median over `repeats` interleaved blocks of `calls` calls, in microseconds a call.
+    The difference is what the wire, the pipes and the server's purity check cost each call."""
+    from elmo_conformance.conformance.loading import load_adapter
+
+    served = load_adapter(impl, isolate=True).adapter
+    local = load_adapter(impl).adapter
+    s, gamma, layers = _tiny_inputs()
+    bad = s[:2]
+
+    def ok(adapter: Any) -> Callable[[], None]:
+        def block() -> None:
+            for _ in range(calls):
+                adapter.scalar_mix(s, gamma, layers)
+
+        return block
+
+    def refused(adapter: Any) -> Callable[[], None]:
+        def block() -> None:
+            for _ in range(calls):
+                try:
+                    adapter.scalar_mix(bad, gamma, layers)
+                except ValueError:
+                    pass
+                else:
+                    raise AssertionError(f"{impl}.scalar_mix accepted s of length 2 for 3 layers")
+
+        return block
+
+    contenders = {
+        "tiny call, child process": ok(served),
+        "tiny call, in-process": ok(local),
+        "error call, child process": refused(served),
+        "error call, in-process": refused(local),
+    }
+    try:
+        timings, errors = interleaved(contenders, repeats)
+    finally:
+        stop = getattr(served, "stop", None)
+        if stop is not None:
+            stop()
+    us = {name: t.median / calls * 1e6 for name, t in timings.items()}
+    result: dict = {"impl": impl, "calls_per_block": calls, "us_per_call": us, "errors": errors}
+    for kind in ("tiny call", "error call"):
+        child, local_ = us.get(f"{kind}, child process"), us.get(f"{kind}, in-process")
+        if child is not None and local_:
+            result[f"{kind}: overhead_us"] = child - local_
+            result[f"{kind}: ratio"] = child / local_
+    return result

@@ -25,7 +25,7 @@ import threading
 import time
 import uuid
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import jsonschema
@@ -309,10 +309,14 @@ class Connection:
             return b""
 
     def receive(
-        self, deadline: float, limit: int = wire.MAX_FRAME, max_values: int = MAX_ANSWER_VALUES
+        self,
+        deadline: float,
+        limit: int | Callable[[], int] = wire.MAX_FRAME,
+        max_values: int = MAX_ANSWER_VALUES,
     ) -> dict[str, Any]:
         """The next message, within `deadline`: a body over `limit` bytes is refused before it is
-        read, one of more than `max_values` values as soon as the count is passed (§11.1)."""
+        read, one of more than `max_values` values as soon as the count is passed (§11.1). A
+        callable `limit` is asked only for a body over ANSWER_SLACK, which no limit is below."""
         pending = self.pending
         size = wire.HEADER.size
         if len(pending) < size:
@@ -333,6 +337,8 @@ class Connection:
             raise _Broken(
                 f"declared a frame body of {length} bytes, more than the limit of {wire.MAX_FRAME} (§15.7)", header
             )
+        if callable(limit):
+            limit = limit() if length > ANSWER_SLACK else ANSWER_SLACK
         if length > limit:
             raise _Broken(
                 f"declared a frame body of {length} bytes, more than any answer to this call can need "
@@ -674,7 +680,7 @@ class ProcessAdapter:
         connection.timeout_text = f"the call timeout of {self.call_timeout:g} s (--call-timeout)"
         try:
             connection.send(data, deadline)
-            answer = connection.receive(deadline, answer_limit(function, bound, len(data)))
+            answer = connection.receive(deadline, lambda: answer_limit(function, bound, len(data)))
             problem = self._answer_problem(answer)
             if problem:
                 raise _Broken(problem, wire.describe(answer))
