@@ -22,15 +22,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_pytest(args: list[str], timeout: float) -> dict:
-    """One conformance run; a failing or crashing run is reported, not raised."""
+def run_pytest(args: list[str], timeout: float, root: Path = ROOT) -> dict:
+    """One conformance run in the checkout `root`; a failing or crashing run is reported, not
+    raised."""
     with tempfile.TemporaryDirectory() as tmp:
         report_path = Path(tmp) / "report.json"
         cmd = [sys.executable, "-m", "pytest", "conformance", "-q", "-p", "no:cacheprovider", *args]
         start = time.perf_counter()
         try:
             done = subprocess.run(
-                [*cmd, "--report", str(report_path)], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+                [*cmd, "--report", str(report_path)], cwd=root, capture_output=True, text=True, timeout=timeout
             )
         except subprocess.TimeoutExpired:
             return {"command": _shown(args), "error": f"did not finish within {timeout:g} s"}
@@ -70,27 +71,83 @@ def workers(impl: str, counts: list[int], extra: list[str], timeout: float) -> d
     return {str(n): run_pytest(["--impl", impl, "-n", str(n), *extra], timeout) for n in counts}
 
 
-def isolation(impls: list[str], rounds: int, extra: list[str], timeout: float) -> dict:
+def isolation(
+    impls: list[str], rounds: int, extra: list[str], timeout: float, roots: dict[str, Path] | None = None
+) -> dict:
     """For each Python adapter, the suite's pytest time in a child process (the default, §11.1)
     against in-process, `rounds` runs of each, alternating (the order flips every round), with the
-    ratio of the medians and of the fastest runs. A `cmd:` adapter is always a process: left out."""
+    ratio of the medians and of the fastest runs, and the cost of one call each way
+    (bench/wire.py). A `cmd:` adapter is always a process: left out.
+
+    With `roots` (name -> checkout), each checkout's suite is run the same way, all of them
+    alternating within each round, so that two versions of the harness (before and after a
+    change) are measured side by side: the result then holds one entry per name and adapter."""
     result: dict = {}
+    checkouts = roots or {"": ROOT}
     for impl in (i for i in impls if not i.startswith("cmd:") and i != "c"):
-        runs: dict[str, list[dict]] = {"in_process": [], "child_process": []}
-        modes = {"in_process": ["--in-process"], "child_process": []}
+        modes = {
+            (name, mode): (root, args)
+            for name, root in checkouts.items()
+            for mode, args in (("in_process", ["--in-process"]), ("child_process", []))
+        }
+        runs: dict[tuple[str, str], list[dict]] = {key: [] for key in modes}
         for round_ in range(rounds):
             order = list(modes) if round_ % 2 == 0 else list(reversed(modes))
-            for mode in order:
-                runs[mode].append(run_pytest(["--impl", impl, *modes[mode], *extra], timeout))
-        errors = [run["error"] for mode in runs.values() for run in mode if "error" in run]
-        if errors:
-            result[impl] = {"error": errors[0]}
-            continue
-        times = {mode: [run["pytest_s"] for run in mode_runs] for mode, mode_runs in runs.items()}
-        result[impl] = {
-            "pytest_s": times,
-            "median_s": {mode: statistics.median(t) for mode, t in times.items()},
-            "ratio_median": statistics.median(times["child_process"]) / statistics.median(times["in_process"]),
-            "ratio_min": min(times["child_process"]) / min(times["in_process"]),
-        }
+            for key in order:
+                root, args = modes[key]
+                runs[key].append(run_pytest(["--impl", impl, *args, *extra], timeout, root))
+        for name in checkouts:
+            entry = _isolation_entry({mode: runs[(name, mode)] for mode in ("in_process", "child_process")})
+            if roots is None:
+                entry["per_call"] = _per_call(impl)
+            result[f"{impl} ({name})" if roots else impl] = entry
     return result
+
+
+def _per_call(impl: str) -> dict:
+    from . import wire
+
+    try:
+        return wire.per_call(impl)
+    except Exception as exc:  # reported, never a crashed benchmark
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def _isolation_entry(runs: dict[str, list[dict]]) -> dict:
+    """The pytest times of one adapter's runs in each mode, their medians and ratios."""
+    errors = [run["error"] for mode in runs.values() for run in mode if "error" in run]
+    if errors:
+        return {"error": errors[0]}
+    times = {mode: [run["pytest_s"] for run in mode_runs] for mode, mode_runs in runs.items()}
+    return {
+        "pytest_s": times,
+        "median_s": {mode: statistics.median(t) for mode, t in times.items()},
+        "ratio_median": statistics.median(times["child_process"]) / statistics.median(times["in_process"]),
+        "ratio_min": min(times["child_process"]) / min(times["in_process"]),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m bench.suite --impl numpy --before PATH`: the isolation comparison alone, for
+    this checkout and, with --before, another checkout of the project (the harness before a
+    change), alternating within each round; prints the JSON."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m bench.suite", description=main.__doc__)
+    parser.add_argument("--impl", action="append", default=[], help="a Python adapter; repeatable (default numpy)")
+    parser.add_argument("--before", type=Path, help="another checkout, measured side by side as 'before'")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--timeout", type=float, default=1800.0)
+    parser.add_argument("--per-call", action="store_true", help="also time one call each way (bench/wire.py)")
+    args = parser.parse_args(argv)
+    impls = args.impl or ["numpy"]
+    roots = {"before": args.before.resolve(), "after": ROOT} if args.before else None
+    result: dict = {"isolation": isolation(impls, args.rounds, [], args.timeout, roots)}
+    if args.per_call and roots:
+        result["per_call"] = {impl: _per_call(impl) for impl in impls}
+    print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
