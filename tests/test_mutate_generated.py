@@ -1,4 +1,4 @@
-"""`elmo-conformance mutate` (spec §13.3): mutants generated from an implementation's own source.
+"""`elmo-conformance mutate` (spec §13.2): mutants generated from an implementation's own source.
 
 On a copy of tests/examples/outside_mix.py, with a few chosen mutants and `-k` selecting the few
 tests that judge them (the whole suite would take minutes): the statuses (Killed, Timeout,

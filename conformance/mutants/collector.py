@@ -46,7 +46,7 @@ class Coverage:
 
 class LineCoverage:
     """Which lines of the given Python files each test runs: coverage.py's C tracer with one
-    dynamic context per test, limited to those files (generated mutants, spec §13.3). Lines run
+    dynamic context per test, limited to those files (generated mutants, spec §13.2). Lines run
     outside any test (while importing) are in no test's set; the runner treats a module-level
     line as reached by every test."""
 
@@ -81,7 +81,7 @@ class LineCoverage:
 
 class CallRecorder:
     """Which protocol functions each test calls on a process (`cmd:`, §15): the map from a
-    compiled program's code to the tests that can reach it (spec §13.3)."""
+    compiled program's code to the tests that can reach it (spec §13.2)."""
 
     def __init__(self) -> None:
         self.calls: dict[str, set[str]] = {}

@@ -1,4 +1,4 @@
-"""Generated mutants (spec §13.3): universalmutator's rules applied to the implementation's own
+"""Generated mutants (spec §13.2): universalmutator's rules applied to the implementation's own
 source, one changed line per mutant.
 
 universalmutator (https://github.com/agroce/universalmutator) is a maintained, regexp-based

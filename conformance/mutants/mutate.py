@@ -1,6 +1,6 @@
 """elmo-conformance mutate --impl ARG [--source PATH...] [--build CMD] [--out DIR]
 
-Mutation-test an implementation without writing its mutants (spec §13.3): universalmutator's
+Mutation-test an implementation without writing its mutants (spec §13.2): universalmutator's
 rules generate mutants from the implementation's own source, each is written into a scratch copy
 (the user's files are only read), built there when there is a build, and run through the tests
 that reach the mutated code until the first kill.
@@ -51,7 +51,7 @@ VALID = ("Killed", "Timeout", "Survived", "NoCoverage")  # Stryker's: what the s
 def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="elmo-conformance mutate",
-        description="Mutation-test an implementation: mutants generated from its own source (spec §13.3).",
+        description="Mutation-test an implementation: mutants generated from its own source (spec §13.2).",
     )
     parser.add_argument(
         "--impl",
@@ -115,11 +115,15 @@ def _module_file(module: str) -> Path:
 
 def default_build_c(root: Path) -> str:
     """The built-in c's build in a copy: its compiler and flags, without -Werror (a warning is
-    not a failed build), into ./elmo-c."""
+    not a failed build), into ./elmo-c; incremental, as make would be: a .c file newer than its
+    .o is compiled again (in a mutant's copy, only the mutated one), then everything is linked."""
     build_module = importlib.import_module(BUILTINS["c"][0])
     flags = [flag for flag in build_module.flags(False) if flag != "-Werror"]
-    files = " ".join(shlex.quote(p.name) for p in build_module.sources())
-    return f"{shlex.join(build_module.compiler())} {shlex.join(flags)} -o {build_module.PROGRAM} {files} -lm"
+    cc = f"{shlex.join(build_module.compiler())} {shlex.join(flags)}"
+    return (
+        f'for f in *.c; do [ "${{f%.c}}.o" -nt "$f" ] || {cc} -c "$f" -o "${{f%.c}}.o" || exit 1; done; '
+        f"{cc} -o {build_module.PROGRAM} *.o -lm"
+    )
 
 
 def resolve(args: argparse.Namespace) -> tuple[Target, list[Path]]:
@@ -145,7 +149,7 @@ def resolve(args: argparse.Namespace) -> tuple[Target, list[Path]]:
         if args.build:
             raise UsageError("--build: a Python implementation is imported, not built; --build is for a program")
         if not given:
-            if impl == "numpy":  # the reference, through the numpy adapter (spec §13.3)
+            if impl == "numpy":  # the reference, through the numpy adapter (spec §13.2)
                 given = sorted(_module_file("elmo_conformance.reference").parent.glob("*.py"))
             elif impl in BUILTINS:
                 folder = _module_file(BUILTINS[impl][0]).parent
@@ -471,7 +475,7 @@ def terminal(verdicts: list[Verdict], args: argparse.Namespace, results: Results
 def summary_markdown(verdicts: list[Verdict], args: argparse.Namespace, problems: list[str]) -> str:
     f = figures(verdicts)
     verdict = "❌ failed" if problems else "✅ judged"
-    lines = [f"## Mutation testing of `{args.impl}` (generated mutants, spec §13.3): {verdict}", ""]
+    lines = [f"## Mutation testing of `{args.impl}` (generated mutants, spec §13.2): {verdict}", ""]
     lines += ["| generated | killed | timeout | survived | no coverage | compile error | runtime error | score |"]
     lines += ["|---|---|---|---|---|---|---|---|"]
     keys = ("Killed", "Timeout", "Survived", "NoCoverage", "CompileError", "RuntimeError")
@@ -519,6 +523,22 @@ def _child_path(target: Target) -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*import_path(), *given]))
 
 
+def _template(target: Target, scratch: Path) -> tuple[Target, float]:
+    """Build a clean copy once (the build must work before any mutant can be judged); each
+    mutant's copy is then made from it, build outputs included, so that an incremental build
+    (make, or the built-in c's) compiles only the mutated file. Returns the target that copies
+    from it, and the time one build of a mutant takes (the clean build run again)."""
+    copy = scratch / "clean"
+    shutil.copytree(target.root, copy, ignore=shutil.ignore_patterns(".*", "__pycache__", "build"), symlinks=True)
+    try:
+        build(target, copy)
+    except BuildFailed as exc:
+        raise UsageError(f"--build fails on the clean sources, so no mutant can be judged: {exc}") from None
+    from dataclasses import replace
+
+    return replace(target, template=str(copy)), build(target, copy)
+
+
 def rerun(target: Target, mutants: list[Generated], mutant_id: str, select: str | None) -> int:
     """The whole suite on one mutant, in a scratch copy, with the suite's usual output."""
     import pytest
@@ -556,16 +576,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         target, files = resolve(args)
         _child_path(target)
-        if target.build and not args.list and not args.rerun:
-            with tempfile.TemporaryDirectory(prefix="elmo-mutate-build-") as folder:
-                copy = Path(folder) / "src"
-                shutil.copytree(target.root, copy, ignore=shutil.ignore_patterns(".*", "__pycache__", "build"))
-                try:
-                    build_time = build(target, copy)
-                except BuildFailed as exc:
-                    raise UsageError(f"--build fails on the clean sources, so no mutant can be judged: {exc}") from None
-        else:
-            build_time = 0.0
         every = mutants_of(target, files)
     except (UsageError, EngineMissing) as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -604,6 +614,14 @@ def main(argv: list[str] | None = None) -> int:
     progress = Progress(enabled=True)
     scratch = Path(tempfile.mkdtemp(prefix="elmo-mutate-"))
     started = time.perf_counter()
+    build_time = 0.0
+    if target.build:  # the clean sources, built once: each mutant's copy starts from this build
+        try:
+            target, build_time = _template(target, scratch)
+        except UsageError as exc:
+            shutil.rmtree(scratch, ignore_errors=True)
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     plan = GeneratedPlan(results, target, mutants, args.select, scratch, cache, progress)
     plan.build_time = build_time
     try:

@@ -1,4 +1,4 @@
-"""Serve a Python adapter with one of its source files replaced by a mutated copy (spec §13.3).
+"""Serve a Python adapter with one of its source files replaced by a mutated copy (spec §13.2).
 
     python .../overlay.py --path DIR... --file ORIGINAL MUTATED -- IMPL
 

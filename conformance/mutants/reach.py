@@ -1,4 +1,4 @@
-"""Which tests can reach a generated mutant (spec §13.3), from the clean baseline run.
+"""Which tests can reach a generated mutant (spec §13.2), from the clean baseline run.
 
 Python: the baseline records, per test, the lines of the mutated files it ran (coverage.py, one
 context per test). A mutant's line belongs to its innermost statement; the tests that ran that

@@ -1,4 +1,4 @@
-"""Where a generated mutant runs (spec §13.3): a scratch copy, never the user's files.
+"""Where a generated mutant runs (spec §13.2): a scratch copy, never the user's files.
 
 A Python implementation (a .py adapter, `module:attr`, a built-in such as numpy) runs behind the
 protocol server in a child process whose import hook (overlay.py) reads the mutated file from the
@@ -38,6 +38,7 @@ class Target:
     build: str | None = None  # shell command run in the copy after each mutation (programs)
     program: str | None = None  # for a program: its command, `cmd:` form, paths inside root mapped
     import_path: tuple[str, ...] = ()  # prepended to a Python mutant's import path
+    template: str | None = None  # a built clean copy of root that a program's mutants are copied from
 
     def relative(self, file: str) -> str:
         try:
@@ -77,7 +78,10 @@ def prepare(target: Target, mutant: Generated, folder: Path) -> tuple[str, float
         argv += ["--file", mutant.file, str(copy), target.impl]
         return "cmd:" + shlex.join(argv), 0.0
     copy_root = folder / "src"
-    shutil.copytree(target.root, copy_root, ignore=SKIP, symlinks=True)
+    if target.template:  # the clean copy with its build outputs: an incremental build redoes one file
+        shutil.copytree(target.template, copy_root, symlinks=True)
+    else:
+        shutil.copytree(target.root, copy_root, ignore=SKIP, symlinks=True)
     (copy_root / target.relative(mutant.file)).write_text(mutated, encoding="utf-8")
     took = build(target, copy_root)
     return program_in(target, copy_root), took

@@ -61,7 +61,7 @@ def mutant_result(v: Verdict, line: int | None = None) -> dict:
     info = v.info
     assert info is not None
     start, end, end_column = (line, line, 2) if line is not None else (info.start_line, info.end_line, info.end_column)
-    generated = info.replacement is not None  # a generated mutant (§13.3): one change in the user's source
+    generated = info.replacement is not None  # a generated mutant (§13.2): one change in the user's source
     result = {
         "id": v.mutant if generated else f"{v.adapter}:{v.mutant}",
         "mutatorName": info.title.rsplit("  (", 1)[-1].rstrip(")") if generated else v.mutant,

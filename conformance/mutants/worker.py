@@ -60,7 +60,7 @@ class MutantJob:
 
 @dataclass(frozen=True)
 class GeneratedJob(MutantJob):
-    """A generated mutant (spec §13.3): written into a scratch copy, built there, and run."""
+    """A generated mutant (spec §13.2): written into a scratch copy, built there, and run."""
 
     target: Target | None = None
     generated: Generated | None = None
