@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from elmo_conformance.resources import PLUGIN
 
+from . import gate
 from .model import Baseline, MutantInfo, MutantRun
 from .runner import Results, not_applicable
 
@@ -79,20 +80,21 @@ def baseline_problem(baseline: Baseline) -> str | None:
 
 
 def _expected(verdict: Verdict, baseline: Baseline, run: MutantRun, expected: list[str]) -> None:
-    for name in expected:
-        cases = [t for t in baseline.tests.values() if t.name == name]
-        if not cases:
-            verdict.missed.append(f"{name}: no test of that name in the suite (spec/mutants.json is out of date)")
-            continue
-        ran = [t for t in cases if t.outcome != "skipped"]
-        if not ran:
-            verdict.notes.append(f"{name} is skipped for {verdict.adapter}: {cases[0].message or ''}".rstrip(": "))
-        for case in ran:
-            got = run.tests.get(case.nodeid)
-            if got is None:
-                verdict.notes.append(f"{case.nodeid} did not run ({run.status})")
-            elif not got.killed:
-                verdict.missed.append(f"{case.nodeid} {got.outcome}")
+    """The catalog gate (gate.py) on this run: the baseline's cases of the expected killers, each
+    with its outcome on the mutant."""
+    cases: dict[str, str | None] = {}
+    for t in baseline.tests.values():
+        if t.name in expected:
+            got = run.tests.get(t.nodeid)
+            cases[t.nodeid] = "skipped" if t.outcome == "skipped" else (got.outcome if got is not None else None)
+    result = gate.check(expected, cases)
+    for name in result.unknown:
+        verdict.missed.append(f"{name}: no test of that name in the suite (spec/mutants.json is out of date)")
+    for name in result.skipped:
+        first = next(t for t in baseline.tests.values() if t.name == name)
+        verdict.notes.append(f"{name} is skipped for {verdict.adapter}: {first.message or ''}".rstrip(": "))
+    verdict.notes += [f"{nodeid} did not run ({run.status})" for nodeid in result.not_run]
+    verdict.missed += [f"{nodeid} {outcome}" for nodeid, outcome in result.missed]
 
 
 def _failure(verdict: Verdict, run: MutantRun) -> str | None:
