@@ -80,11 +80,7 @@ def first_run(user: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[sub
 
 
 def statuses(report: dict) -> dict[str, str]:
-    return {
-        m["description"].split("  ")[1].split("  (")[0]: m["status"]
-        for f in report["files"].values()
-        for m in f["mutants"]
-    }
+    return {m["description"].split("  ", 1)[1]: m["status"] for f in report["files"].values() for m in f["mutants"]}
 
 
 def test_statuses_reports_and_the_survivors_lines(first_run) -> None:
@@ -93,7 +89,7 @@ def test_statuses_reports_and_the_survivors_lines(first_run) -> None:
     assert statuses(report) == LABELS
     [entry] = report["files"].values()
     assert entry["language"] == "python" and "def softmax(s):" in entry["source"], "the user's own source"
-    by_label = {m["description"].split("  ")[1].split("  (")[0]: m for m in entry["mutants"]}
+    by_label = {m["description"].split("  ", 1)[1]: m for m in entry["mutants"]}
     killed = by_label["max -> min"]
     assert killed["replacement"] == "min" and killed["location"]["start"] == {"line": 14, "column": 21}
     assert all("test_scalar_mix_is_stable_for_large_s" in test for test in killed["killedBy"])
@@ -113,9 +109,7 @@ def test_the_incremental_run_retests_only_what_a_change_can_affect(first_run, us
     report = json.loads((out / "mutation-report.json").read_text(encoding="utf-8"))
     assert again.returncode == 0 and statuses(report) == LABELS
     reasons = {
-        m["description"].split("  ")[1].split("  (")[0]: m["statusReason"]
-        for f in report["files"].values()
-        for m in f["mutants"]
+        m["description"].split("  ", 1)[1]: m["statusReason"] for f in report["files"].values() for m in f["mutants"]
     }
     assert all("from the cache" in reason for reason in reasons.values()), reasons
     # An edit of softmax_unshifted's docstring: the survivor and the unreached mutant are tested
@@ -126,9 +120,7 @@ def test_the_incremental_run_retests_only_what_a_change_can_affect(first_run, us
     report = json.loads((out / "mutation-report.json").read_text(encoding="utf-8"))
     assert third.returncode == 0 and statuses(report) == LABELS
     reasons = {
-        m["description"].split("  ")[1].split("  (")[0]: m["statusReason"]
-        for f in report["files"].values()
-        for m in f["mutants"]
+        m["description"].split("  ", 1)[1]: m["statusReason"] for f in report["files"].values() for m in f["mutants"]
     }
     cached = {label for label, reason in reasons.items() if "from the cache" in reason}
     assert cached == {"k += 1 -> pass", "e / total -> None", "max -> min"}

@@ -117,7 +117,8 @@ class Generated:
             with contextlib.suppress(ValueError):
                 path = Path(self.file).relative_to(root).as_posix()
         column = self.columns[0]
-        return f"{path}:{self.line}:{column}  {before.strip() or '(nothing)'} -> {after.strip() or '(nothing)'}"
+        before, after = " ".join(before.split()), " ".join(after.split())  # one line, whatever was inserted
+        return f"{path}:{self.line}:{column}  {before or '(nothing)'} -> {after or '(nothing)'}"
 
 
 def language_of(path: Path) -> str | None:
@@ -157,7 +158,7 @@ def _code_lines_c(source: str) -> set[int]:
     return {i for i, line in enumerate(stripped.splitlines(), 1) if line.strip() and not line.lstrip().startswith("#")}
 
 
-def _stripped_code(code):  # noqa: ANN001, ANN202: the program without line numbers and docstrings
+def _stripped_code(code):  # noqa: ANN001, ANN202 (the program without its line numbers)
     consts = tuple(_stripped_code(c) if hasattr(c, "co_code") else c for c in code.co_consts)
     return code.replace(co_consts=consts, co_firstlineno=1, co_linetable=b"", co_exceptiontable=b"", co_filename="")
 

@@ -40,6 +40,7 @@ class MutantInfo:
     covers: tuple[tuple[str, int, str], ...] | None  # code keys it replaces; None: unknown
     start_column: int = 1
     replacement: str | None = None  # a generated mutant's new text (Stryker's `replacement`)
+    rule: str | None = None  # a generated mutant's universalmutator rule (Stryker's `mutatorName`)
     language: str = "python"
 
 

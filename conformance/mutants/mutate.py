@@ -405,7 +405,7 @@ def verdicts_of(results: Results, target: Target, mutants: list[Generated]) -> l
         last = mutant.original
         info = MutantInfo(
             mutant.id,
-            f"{mutant.label(Path(target.root))}  ({mutant.rule})",
+            mutant.label(Path(target.root)),
             mutant.file,
             mutant.line,
             mutant.line,
@@ -413,6 +413,7 @@ def verdicts_of(results: Results, target: Target, mutants: list[Generated]) -> l
             None,
             start_column=start,
             replacement=mutant.changed[1],
+            rule=mutant.rule,
             language=mutant.language,
         )
         run = results.runs.get((target.impl, mutant.id))
@@ -463,7 +464,7 @@ def terminal(verdicts: list[Verdict], args: argparse.Namespace, results: Results
     if survivors:
         lines += ["", "survivors (each line: the change; below it, the command that runs the suite on that mutant):"]
         for v in survivors:
-            label = v.title.split("  (")[0]
+            label = v.title
             tag = " [no coverage]" if v.status == "NoCoverage" else ""
             lines += [f"  {label}{tag}", f"      {rerun_command(args, v.mutant)}"]
     problems = [f"{v.mutant}: {v.failure}" for v in verdicts if v.failure]
@@ -484,7 +485,7 @@ def summary_markdown(verdicts: list[Verdict], args: argparse.Namespace, problems
     if survivors:
         lines += ["", "### Survivors", ""]
         for v in survivors:
-            lines.append(f"- `{v.title.split('  (')[0]}` ({v.status}): `{rerun_command(args, v.mutant)}`")
+            lines.append(f"- `{v.title}` ({v.status}): `{rerun_command(args, v.mutant)}`")
     if problems:
         lines += ["", "### Problems", ""] + [f"- {p.splitlines()[0]}" for p in problems]
     return "\n".join(lines) + "\n"

@@ -64,7 +64,7 @@ def mutant_result(v: Verdict, line: int | None = None) -> dict:
     generated = info.replacement is not None  # a generated mutant (§13.2): one change in the user's source
     result = {
         "id": v.mutant if generated else f"{v.adapter}:{v.mutant}",
-        "mutatorName": info.title.rsplit("  (", 1)[-1].rstrip(")") if generated else v.mutant,
+        "mutatorName": (info.rule or "universalmutator") if generated else v.mutant,
         "description": v.title if generated else ("" if v.catalog else "(extra) ") + v.title,
         "location": {
             "start": {"line": start, "column": info.start_column if line is None else 1},

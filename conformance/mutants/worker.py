@@ -190,7 +190,13 @@ def run_generated(job: GeneratedJob, send: Send) -> MutantRun:
             run.status, run.reason = "CompileError", str(exc)
             run.duration = time.perf_counter() - started
             return run
-        return _run_tests(run, impl, None, job, send, started)
+        run = _run_tests(run, impl, None, job, send, started)
+        if run.status == "RuntimeError" and (run.reason or "").startswith("pytest exited with code 4"):
+            # The baseline ran with the same options: only the mutant can make the harness refuse
+            # to start (its program dies or garbles the handshake, §15): every test would fail.
+            run.status = "Killed"
+            run.reason = "the harness could not start the mutant (pytest exited with code 4 before any test)"
+        return run
     finally:
         _stop_processes()
         shutil.rmtree(folder, ignore_errors=True)
