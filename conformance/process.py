@@ -397,8 +397,10 @@ class Connection:
         # Whatever it started and left behind, in its group or not, found as it is now.
         for _ in range(_KILL_ROUNDS):
             self.family.update(_family(root, self.marker))
-            if not _signal_all(root, self.family, signal.SIGKILL):
+            _signal_all(root, self.family, signal.SIGKILL)
+            if not self.family:
                 break
+            time.sleep(0.02)  # SIGKILL is delivered; the next look finds them gone
         if self.pidfd is not None:
             try:
                 os.close(self.pidfd)
@@ -419,13 +421,16 @@ def _widen_pipe(fd: int) -> None:
 
 
 def _stat(pid: int) -> tuple[int, int, int, str] | None:
-    """(parent, process group, session, start time) of a process, from /proc; None when gone."""
+    """(parent, process group, session, start time) of a process, from /proc; None when gone
+    (or a zombie, which has ended and waits only to be reaped)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as file:
             data = file.read()
     except OSError:
         return None
     fields = data[data.rfind(b")") + 2 :].split()
+    if fields[:1] == [b"Z"]:
+        return None
     try:
         return int(fields[1]), int(fields[2]), int(fields[3]), fields[19].decode()
     except (IndexError, ValueError):

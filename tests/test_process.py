@@ -206,7 +206,6 @@ def test_an_answer_of_too_many_values_is_refused_as_it_is_decoded() -> None:
     adapter, marker = faulty_adapter("many-values")
     try:
         message, took = fails(adapter)
-        assert adapter.scalar_mix(S, GAMMA, LAYERS).shape == (2, 3, 4), "a fresh process took over"
     finally:
         adapter.stop()
     assert f"wrote a frame whose body cannot be decoded: the body holds more than {MAX_ANSWER_VALUES} values" in message
