@@ -1,36 +1,56 @@
 /* Matrix products and sums (see linalg.h). */
 #include "linalg.h"
 
-/* Column and inner-dimension blocks of matmul_add: a block of B is 128 x 256 doubles (256 KiB). */
-enum { COLUMN_BLOCK = 256, INNER_BLOCK = 128 };
+#include <stdint.h>
+#include <stdlib.h>
 
-void axpy(const Ctx *ctx, size_t m, double a, const double *restrict x, double *restrict y)
-{
-    /* One loop per dtype, so that each vectorizes. */
-    if (ctx->dtype == FLOAT32) {
-        for (size_t j = 0; j < m; j++) {
-            y[j] = (float)(y[j] + (double)(float)(a * x[j]));
-        }
-    } else {
-        for (size_t j = 0; j < m; j++) {
-            y[j] += a * x[j];
-        }
-    }
-}
+#include "kernels.h"
 
 void matmul_add(const Ctx *ctx, size_t n, size_t k, size_t m, const double *A, const double *B, double *C)
 {
-    /* Blocks of p are taken in increasing order, so each C[i][j] still adds its terms in p order. */
-    for (size_t p0 = 0; p0 < k; p0 += INNER_BLOCK) {
-        size_t p1 = p0 + INNER_BLOCK < k ? p0 + INNER_BLOCK : k;
-        for (size_t j0 = 0; j0 < m; j0 += COLUMN_BLOCK) {
-            size_t width = j0 + COLUMN_BLOCK < m ? COLUMN_BLOCK : m - j0;
-            for (size_t i = 0; i < n; i++) {
-                for (size_t p = p0; p < p1; p++) {
-                    axpy(ctx, width, A[i * k + p], B + p * m + j0, C + i * m + j0);
-                }
-            }
-        }
+    if (ctx->dtype == FLOAT64) {
+        matmul_add_f64(n, k, m, A, k, 1, B, C);
+        return;
+    }
+    /* Float copies of the three, freed on return: a caller may call this in a loop (the probe's
+     * steps), and the arena would keep every copy to the end of the request. */
+    Arena *arena = ctx->arena;
+    size_t nk = arena_mul(arena, n, k), km = arena_mul(arena, k, m), nm = arena_mul(arena, n, m);
+    if (nk > SIZE_MAX - km || nk + km > SIZE_MAX - nm) {
+        arena_fail(arena, "an array size overflows");
+    }
+    float *room = malloc(arena_mul(arena, nk + km + nm, sizeof(float)) + 1);
+    if (room == NULL) {
+        arena_fail(arena, "out of memory");
+    }
+    float *A32 = room, *B32 = room + nk, *C32 = room + nk + km;
+    for (size_t i = 0; i < nk; i++) {
+        A32[i] = (float)A[i];
+    }
+    for (size_t i = 0; i < km; i++) {
+        B32[i] = (float)B[i];
+    }
+    for (size_t i = 0; i < nm; i++) {
+        C32[i] = (float)C[i];
+    }
+    matmul_add_f32(n, k, m, A32, k, 1, B32, C32);
+    doubles_from(nm, C32, C);
+    free(room);
+}
+
+float *floats_of(const Ctx *ctx, size_t n, const double *x)
+{
+    float *out = arena_alloc(ctx->arena, n, sizeof(float));
+    for (size_t i = 0; i < n; i++) {
+        out[i] = (float)x[i];
+    }
+    return out;
+}
+
+void doubles_from(size_t n, const float *x, double *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        out[i] = x[i];
     }
 }
 

@@ -5,9 +5,9 @@
  */
 #include "loss.h"
 
-#include <math.h>
 #include <string.h>
 
+#include "kernels.h"
 #include "linalg.h"
 #include "steps.h"
 
@@ -63,9 +63,9 @@ static Scored scored_positions(const Ctx *ctx, const BiLMPass *pass, bool forwar
 
 /* One direction of §4.2 from the top layer R^L [B, T, 2d], whose half at `offset` holds its
  * states: L_dir = (1/n) Σ CE(W_out h + c, target), CE(z, y) = log Σ_v exp(z_v) - z_y computed
- * with the maximum subtracted. When g_top is not NULL, also the gradient of L_dir / 2 (bilm_loss
- * averages the directions): with respect to the states into g_top, and added to out.weight and
- * out.bias in `grads`. */
+ * with the maximum subtracted (kernels.h's output_loss, in the call's dtype). When g_top is not
+ * NULL, also the gradient of L_dir / 2 (bilm_loss averages the directions): with respect to the
+ * states into g_top, and added to out.weight and out.bias in `grads`. */
 static double direction_loss(const Ctx *ctx, const BiLMPass *pass, const double *top, size_t offset, bool forward,
                              double *g_top, BiLMGrads *grads)
 {
@@ -73,70 +73,34 @@ static double direction_loss(const Ctx *ctx, const BiLMPass *pass, const double 
     const BiLMParams *p = pass->params;
     size_t V = p->V, d = p->d;
     Scored scored = scored_positions(ctx, pass, forward);
-    size_t n = scored.n;
-    double *states = arena_doubles(arena, arena_mul(arena, n, d));
+    size_t n = scored.n, nd = arena_mul(arena, n, d), Vd = arena_mul(arena, V, d);
+    double *states = arena_doubles(arena, nd);
     for (size_t i = 0; i < n; i++) {
         memcpy(states + i * d, top + scored.at[i] * 2 * d + offset, d * sizeof(double));
     }
-    double *logits = arena_doubles(arena, arena_mul(arena, n, V));
-    bilm_output_layer(ctx, p, n, states, logits);
-
-    double *ce = arena_doubles(arena, n);
-    double *totals = arena_doubles(arena, n);
-    for (size_t i = 0; i < n; i++) {
-        double *z = logits + i * V;
-        double largest = z[0];
-        for (size_t v = 1; v < V; v++) {
-            largest = z[v] > largest ? z[v] : largest;
-        }
-        for (size_t v = 0; v < V; v++) {
-            z[v] = fl(ctx, z[v] - largest); /* exp never overflows */
-        }
-        double picked = z[scored.target[i]];
-        for (size_t v = 0; v < V; v++) {
-            z[v] = fl(ctx, exp(z[v])); /* the logits' room now holds exp(z - max) */
-        }
-        totals[i] = sum_pairwise(ctx, V, z);
-        ce[i] = fl(ctx, fl(ctx, log(totals[i])) - picked);
-    }
-    double value = fl(ctx, sum_pairwise(ctx, n, ce) / (double)n);
-    if (g_top == NULL) {
-        return value;
-    }
-
-    /* ∂(L_dir / 2)/∂z = (softmax(z) - onehot(y)) / n / 2, in the logits' room. */
-    double *g_logits = logits;
-    for (size_t i = 0; i < n; i++) {
-        double *g = g_logits + i * V;
-        for (size_t v = 0; v < V; v++) {
-            g[v] = fl(ctx, g[v] / totals[i]);
-        }
-        g[scored.target[i]] = fl(ctx, g[scored.target[i]] - 1.0);
-        for (size_t v = 0; v < V; v++) {
-            g[v] = fl(ctx, fl(ctx, g[v] / (double)n) * 0.5);
+    bool grad = g_top != NULL;
+    double *g_states = grad ? arena_doubles(arena, nd) : NULL;
+    double value;
+    if (ctx->dtype == FLOAT64) {
+        value = output_loss_f64(arena, n, d, V, states, scored.target, p->out_weight, p->out_weight_t, p->out_bias,
+                                arena_doubles(arena, arena_mul(arena, n, V)), grad, g_states,
+                                grad ? grads->out_weight : NULL, grad ? grads->out_bias : NULL);
+    } else {
+        float *g_states32 = grad ? arena_alloc(arena, nd, sizeof(float)) : NULL;
+        float *g_weight = grad ? floats_of(ctx, Vd, grads->out_weight) : NULL;
+        float *g_bias = grad ? floats_of(ctx, V, grads->out_bias) : NULL;
+        value = output_loss_f32(arena, n, d, V, floats_of(ctx, nd, states), scored.target,
+                                floats_of(ctx, Vd, p->out_weight), floats_of(ctx, Vd, p->out_weight_t),
+                                floats_of(ctx, V, p->out_bias), arena_alloc(arena, arena_mul(arena, n, V), sizeof(float)),
+                                grad, g_states32, g_weight, g_bias);
+        if (grad) {
+            doubles_from(nd, g_states32, g_states);
+            doubles_from(Vd, g_weight, grads->out_weight);
+            doubles_from(V, g_bias, grads->out_bias);
         }
     }
-    /* Through the shared output layer: to the states, to W_out, to c. */
-    double *g_states = arena_doubles(arena, arena_mul(arena, n, d));
-    matmul_add(ctx, n, V, d, g_logits, p->out_weight, g_states);
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; grad && i < n; i++) {
         memcpy(g_top + scored.at[i] * 2 * d + offset, g_states + i * d, d * sizeof(double));
-    }
-    double *g_logits_t = arena_doubles(arena, arena_mul(arena, n, V));
-    double *g_weight = arena_doubles(arena, arena_mul(arena, V, d));
-    transpose(n, V, g_logits, g_logits_t);
-    matmul_add(ctx, V, n, d, g_logits_t, states, g_weight);
-    for (size_t at = 0; at < V * d; at++) {
-        grads->out_weight[at] = fl(ctx, grads->out_weight[at] + g_weight[at]);
-    }
-    double *g_bias = arena_doubles(arena, V);
-    for (size_t i = 0; i < n; i++) {
-        for (size_t v = 0; v < V; v++) {
-            g_bias[v] = fl(ctx, g_bias[v] + g_logits[i * V + v]);
-        }
-    }
-    for (size_t v = 0; v < V; v++) {
-        grads->out_bias[v] = fl(ctx, grads->out_bias[v] + g_bias[v]);
     }
     return value;
 }

@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "arena.h"
 #include "calls.h"
@@ -254,6 +257,12 @@ int main(void)
 {
     static Request req;
     char message[256];
+#ifdef __GLIBC__
+    /* Large arrays come from the heap and stay there between requests (up to 512 MiB of it kept
+     * free), rather than being mapped afresh, and faulted in page by page, for every request. */
+    mallopt(M_MMAP_MAX, 0);
+    mallopt(M_TRIM_THRESHOLD, 512 << 20);
+#endif
     for (;;) {
         unsigned char header[8];
         size_t got = fread(header, 1, sizeof header, stdin);

@@ -1,0 +1,372 @@
+/* The kernels of kernels.h, written once for a type `real`: kernels.c includes this file twice,
+ * with `real` and KERNEL() defined for double and for float. No include guard, on purpose.
+ *
+ * Every constant is a `real`, so that a float kernel never computes in double; exp, log and tanh
+ * come from <tgmath.h> and so are the float functions for a float argument.
+ */
+
+/* --- matrix products -------------------------------------------------------------------------- */
+
+/* A block of C is PRODUCT_ROWS rows of 2 vectors; a vector is 64 bytes (16 floats or 8 doubles). */
+#define LANES (64 / sizeof(real))
+#define COLUMNS (2 * LANES)
+#define PANEL (PRODUCT_PANEL_VECTORS * LANES)
+
+#ifndef VECTORS
+/* C [rows, columns] += A · B over k terms: each row of C adds the rows of B scaled, in p order. */
+static void KERNEL(product_plain)(size_t rows, size_t columns, size_t k, const real *A, size_t a_row, size_t a_col,
+                                  const real *B, size_t m, real *C)
+{
+    for (size_t r = 0; r < rows; r++) {
+        real *restrict c = C + r * m;
+        for (size_t p = 0; p < k; p++) {
+            real a = A[r * a_row + p * a_col];
+            const real *restrict b = B + p * m;
+            for (size_t j = 0; j < columns; j++) {
+                c[j] += a * b[j];
+            }
+        }
+    }
+}
+#else
+typedef real KERNEL(vec) __attribute__((vector_size(64)));
+
+/* Blocks of A and B copied so that the block kernel reads them in order: A's rows by PRODUCT_ROWS,
+ * [k][PRODUCT_ROWS] each; B's columns by COLUMNS, [k][COLUMNS] each; zeros past the edges. The
+ * program is single-threaded. */
+static real KERNEL(packed_a)[PRODUCT_STRIPE * PRODUCT_DEPTH];
+static real KERNEL(packed_b)[PRODUCT_DEPTH * PANEL];
+
+/* C [rows, columns] += a · b over k terms, rows <= PRODUCT_ROWS and columns <= COLUMNS, from packed
+ * blocks; the block of C stays in registers while the terms are added in p order, so each element
+ * is summed exactly as in a plain loop. */
+WIDE_VECTORS static void KERNEL(product_block)(size_t rows, size_t columns, size_t k, const real *a, const real *b,
+                                               real *C, size_t m)
+{
+    real edge[PRODUCT_ROWS][COLUMNS];
+    real *c = C;
+    size_t c_row = m;
+    if (rows < PRODUCT_ROWS || columns < COLUMNS) { /* an edge: through a full block */
+        memset(edge, 0, sizeof edge);
+        for (size_t r = 0; r < rows; r++) {
+            memcpy(edge[r], C + r * m, columns * sizeof(real));
+        }
+        c = &edge[0][0];
+        c_row = COLUMNS;
+    }
+    KERNEL(vec) acc[PRODUCT_ROWS][2];
+    for (size_t r = 0; r < PRODUCT_ROWS; r++) {
+        memcpy(&acc[r][0], c + r * c_row, sizeof acc[r][0]);
+        memcpy(&acc[r][1], c + r * c_row + LANES, sizeof acc[r][1]);
+    }
+    for (size_t p = 0; p < k; p++) {
+        KERNEL(vec) b0, b1;
+        memcpy(&b0, b + p * COLUMNS, sizeof b0);
+        memcpy(&b1, b + p * COLUMNS + LANES, sizeof b1);
+        for (size_t r = 0; r < PRODUCT_ROWS; r++) {
+            real a_rp = a[p * PRODUCT_ROWS + r];
+            acc[r][0] += a_rp * b0;
+            acc[r][1] += a_rp * b1;
+        }
+    }
+    for (size_t r = 0; r < PRODUCT_ROWS; r++) {
+        memcpy(c + r * c_row, &acc[r][0], sizeof acc[r][0]);
+        memcpy(c + r * c_row + LANES, &acc[r][1], sizeof acc[r][1]);
+    }
+    if (c == &edge[0][0]) {
+        for (size_t r = 0; r < rows; r++) {
+            memcpy(C + r * m, edge[r], columns * sizeof(real));
+        }
+    }
+}
+#endif
+
+void KERNEL(matmul_add)(size_t n, size_t k, size_t m, const real *A, size_t a_row, size_t a_col, const real *B,
+                        real *C)
+{
+#ifndef VECTORS
+    KERNEL(product_plain)(n, m, k, A, a_row, a_col, B, m, C);
+#else
+    /* Terms in blocks of PRODUCT_DEPTH, taken in increasing order; in each, B by panels of PANEL
+     * columns, and A by stripes of PRODUCT_STRIPE rows, each copied once and met by the other. */
+    for (size_t p0 = 0; p0 < k; p0 += PRODUCT_DEPTH) {
+        size_t depth = k - p0 < PRODUCT_DEPTH ? k - p0 : PRODUCT_DEPTH;
+        for (size_t j1 = 0; j1 < m; j1 += PANEL) {
+            size_t width = m - j1 < PANEL ? m - j1 : PANEL;
+            real *packed_b = KERNEL(packed_b);
+            for (size_t j0 = 0; j0 < width; j0 += COLUMNS) {
+                size_t columns = width - j0 < COLUMNS ? width - j0 : COLUMNS;
+                real *block = packed_b + j0 * depth;
+                const real *b = B + p0 * m + j1 + j0;
+                if (columns == COLUMNS) { /* copies of a constant size, which the compiler inlines */
+                    for (size_t p = 0; p < depth; p++) {
+                        memcpy(block + p * COLUMNS, b + p * m, COLUMNS * sizeof(real));
+                    }
+                    continue;
+                }
+                for (size_t p = 0; p < depth; p++) {
+                    memcpy(block + p * COLUMNS, b + p * m, columns * sizeof(real));
+                    memset(block + p * COLUMNS + columns, 0, (COLUMNS - columns) * sizeof(real));
+                }
+            }
+            for (size_t i1 = 0; i1 < n; i1 += PRODUCT_STRIPE) {
+                size_t height = n - i1 < PRODUCT_STRIPE ? n - i1 : PRODUCT_STRIPE;
+                real *packed_a = KERNEL(packed_a);
+                size_t padded = (height + PRODUCT_ROWS - 1) / PRODUCT_ROWS * PRODUCT_ROWS;
+                memset(packed_a + height / PRODUCT_ROWS * PRODUCT_ROWS * depth, 0,
+                       (padded - height / PRODUCT_ROWS * PRODUCT_ROWS) * depth * sizeof(real));
+                for (size_t i0 = 0; i0 < height; i0 += PRODUCT_ROWS) {
+                    real *block = packed_a + i0 * depth;
+                    size_t rows = height - i0 < PRODUCT_ROWS ? height - i0 : PRODUCT_ROWS;
+                    const real *a = A + (i1 + i0) * a_row + p0 * a_col;
+                    if (a_col == 1) { /* row by row, each read in order */
+                        for (size_t r = 0; r < rows; r++) {
+                            for (size_t p = 0; p < depth; p++) {
+                                block[p * PRODUCT_ROWS + r] = a[r * a_row + p];
+                            }
+                        }
+                    } else if (a_row == 1 && rows == PRODUCT_ROWS) { /* a transposed A: its rows are columns here */
+                        for (size_t p = 0; p < depth; p++) {
+                            memcpy(block + p * PRODUCT_ROWS, a + p * a_col, PRODUCT_ROWS * sizeof(real));
+                        }
+                    } else {
+                        for (size_t p = 0; p < depth; p++) {
+                            for (size_t r = 0; r < rows; r++) {
+                                block[p * PRODUCT_ROWS + r] = a[r * a_row + p * a_col];
+                            }
+                        }
+                    }
+                }
+                for (size_t j0 = 0; j0 < width; j0 += COLUMNS) {
+                    size_t columns = width - j0 < COLUMNS ? width - j0 : COLUMNS;
+                    for (size_t i0 = 0; i0 < height; i0 += PRODUCT_ROWS) {
+                        size_t rows = height - i0 < PRODUCT_ROWS ? height - i0 : PRODUCT_ROWS;
+                        KERNEL(product_block)(rows, columns, depth, packed_a + i0 * depth, packed_b + j0 * depth,
+                                              C + (i1 + i0) * m + j1 + j0, m);
+                    }
+                }
+            }
+        }
+    }
+#endif
+}
+
+#undef PANEL
+#undef COLUMNS
+#undef LANES
+
+real KERNEL(sum_pairwise)(size_t n, const real *x)
+{
+    if (n <= 8) {
+        real total = 0;
+        for (size_t i = 0; i < n; i++) {
+            total += x[i];
+        }
+        return total;
+    }
+    size_t half = n / 2;
+    return KERNEL(sum_pairwise)(half, x) + KERNEL(sum_pairwise)(n - half, x + half);
+}
+
+/* --- §2.2-§2.3 one LSTM, and its backward pass (§6) ------------------------------------------- */
+
+/* σ(x) = 1 / (1 + exp(-x)), the logistic function of §2.2. */
+static real KERNEL(sigmoid)(real x)
+{
+    return (real)1 / ((real)1 + exp(-x));
+}
+
+/* The rows of a run that have a step t (t < steps[b]), in row order; returns how many. */
+static size_t KERNEL(rows_at)(size_t B, const size_t *steps, size_t t, size_t *rows)
+{
+    size_t n = 0;
+    for (size_t b = 0; b < B; b++) {
+        if (t < steps[b]) {
+            rows[n++] = b;
+        }
+    }
+    return n;
+}
+
+void KERNEL(lstm_forward)(Arena *arena, size_t B, size_t T, size_t d_in, size_t d, const size_t *steps, const real *u,
+                          const real *weight_ih_t, const real *weight_hh_t, const real *bias_ih, const real *bias_hh,
+                          real *h, real *c, real *tanh_c, real *gates)
+{
+    size_t d4 = 4 * d;
+    /* Per row, z_t's input part weight_ih · u_t + bias_ih + bias_hh for all its steps at once, in
+     * the room of the gates. */
+    for (size_t b = 0; b < B; b++) {
+        real *z_input = gates + b * T * d4;
+        memset(z_input, 0, steps[b] * d4 * sizeof(real));
+        KERNEL(matmul_add)(steps[b], d_in, d4, u + b * T * d_in, d_in, 1, weight_ih_t, z_input);
+        for (size_t tr = 0; tr < steps[b] * d4; tr++) {
+            z_input[tr] = (z_input[tr] + bias_ih[tr % d4]) + bias_hh[tr % d4];
+        }
+    }
+
+    /* Only h_{t-1} -> h_t is sequential: step t of every row that has one, at once. */
+    size_t *rows = arena_alloc(arena, B, sizeof(size_t));
+    real *h_prev = arena_alloc(arena, arena_mul(arena, B, d), sizeof(real));        /* h_{t-1} of those rows */
+    real *z_recurrent = arena_alloc(arena, arena_mul(arena, B, d4), sizeof(real));  /* weight_hh · h_{t-1} */
+    const real *zeros = arena_alloc(arena, d, sizeof(real));                        /* §2.3: h_{-1} = c_{-1} = 0 */
+    for (size_t t = 0; t < T; t++) {
+        size_t n = KERNEL(rows_at)(B, steps, t, rows);
+        if (n == 0) {
+            break;
+        }
+        for (size_t a = 0; a < n; a++) {
+            const real *from = t > 0 ? h + (rows[a] * T + t - 1) * d : zeros;
+            memcpy(h_prev + a * d, from, d * sizeof(real));
+        }
+        memset(z_recurrent, 0, n * d4 * sizeof(real));
+        KERNEL(matmul_add)(n, d, d4, h_prev, d, 1, weight_hh_t, z_recurrent);
+        for (size_t a = 0; a < n; a++) {
+            size_t bt = rows[a] * T + t;
+            /* z_t = (weight_ih · u_t + bias_ih + bias_hh) + weight_hh · h_{t-1} */
+            real *gate = gates + bt * d4;
+            for (size_t r = 0; r < d4; r++) {
+                real z = gate[r] + z_recurrent[a * d4 + r];
+                gate[r] = r / d == 2 ? tanh(z) : KERNEL(sigmoid)(z); /* i, f, o: σ; g: tanh */
+            }
+            const real *i = gate, *f = gate + d, *g = gate + 2 * d, *o = gate + 3 * d;
+            const real *c_prev = t > 0 ? c + (bt - 1) * d : zeros;
+            real *c_t = c + bt * d, *h_t = h + bt * d, *tanh_c_t = tanh_c + bt * d;
+            for (size_t j = 0; j < d; j++) {
+                c_t[j] = f[j] * c_prev[j] + i[j] * g[j]; /* c_t = f ⊙ c_{t-1} + i ⊙ g */
+                tanh_c_t[j] = tanh(c_t[j]);
+                h_t[j] = o[j] * tanh_c_t[j]; /* h_t = o ⊙ tanh(c_t) */
+            }
+        }
+    }
+}
+
+void KERNEL(lstm_backward)(Arena *arena, size_t B, size_t T, size_t d_in, size_t d, const size_t *steps, const real *u,
+                           const real *h, const real *c, const real *tanh_c, const real *gates, const real *weight_ih,
+                           const real *weight_hh, const real *g_h, real *g_u, real *g_weight_ih, real *g_weight_hh,
+                           real *g_bias)
+{
+    size_t d4 = 4 * d, positions = arena_mul(arena, B, T);
+    real *g_z = arena_alloc(arena, arena_mul(arena, positions, d4), sizeof(real));   /* ∂J/∂z_t [B, T, 4d] */
+    real *g_h_next = arena_alloc(arena, arena_mul(arena, B, d), sizeof(real));       /* ∂J/∂h_t through step t + 1 */
+    real *g_c_next = arena_alloc(arena, arena_mul(arena, B, d), sizeof(real));       /* ∂J/∂c_t through step t + 1 */
+    real *g_z_step = arena_alloc(arena, arena_mul(arena, B, d4), sizeof(real));      /* ∂J/∂z_t of the rows at t */
+    real *g_h_step = arena_alloc(arena, arena_mul(arena, B, d), sizeof(real));       /* ∂J/∂h_{t-1} of those rows */
+    size_t *rows = arena_alloc(arena, B, sizeof(size_t));
+    const real *zeros = arena_alloc(arena, d, sizeof(real));
+
+    /* Backwards through time, step t of every row that has one at once: a row's carried gradients
+     * are 0 until its last step. */
+    for (size_t t = T; t-- > 0;) {
+        size_t n = KERNEL(rows_at)(B, steps, t, rows);
+        for (size_t a = 0; a < n; a++) {
+            size_t b = rows[a], bt = b * T + t;
+            const real *gate = gates + bt * d4;
+            const real *i = gate, *f = gate + d, *g = gate + 2 * d, *o = gate + 3 * d;
+            const real *c_prev = t > 0 ? c + (bt - 1) * d : zeros;
+            const real *tanh_c_t = tanh_c + bt * d;
+            real *g_z_t = g_z + bt * d4, *g_h_b = g_h_next + b * d, *g_c_b = g_c_next + b * d;
+            for (size_t j = 0; j < d; j++) {
+                /* h_t reaches the objective directly and through step t + 1; c_t through h_t and c_{t+1}. */
+                real g_ht = g_h[bt * d + j] + g_h_b[j];
+                real dh_dc = o[j] * ((real)1 - tanh_c_t[j] * tanh_c_t[j]);
+                real g_ct = g_ht * dh_dc + g_c_b[j];
+                /* σ' = σ(1 - σ), tanh' = 1 - tanh²: i, f and g act through c_t, o through h_t. */
+                real local_i = g[j] * i[j] * ((real)1 - i[j]);
+                real local_f = c_prev[j] * f[j] * ((real)1 - f[j]);
+                real local_g = i[j] * ((real)1 - g[j] * g[j]);
+                real local_o = tanh_c_t[j] * o[j] * ((real)1 - o[j]);
+                g_z_t[j] = g_ct * local_i;
+                g_z_t[d + j] = g_ct * local_f;
+                g_z_t[2 * d + j] = g_ct * local_g;
+                g_z_t[3 * d + j] = g_ht * local_o;
+                g_c_b[j] = g_ct * f[j];
+            }
+            memcpy(g_z_step + a * d4, g_z_t, d4 * sizeof(real));
+        }
+        /* ∂J/∂h_{t-1} = ∂J/∂z_t · weight_hh */
+        memset(g_h_step, 0, n * d * sizeof(real));
+        KERNEL(matmul_add)(n, d4, d, g_z_step, d4, 1, weight_hh, g_h_step);
+        for (size_t a = 0; a < n; a++) {
+            memcpy(g_h_next + rows[a] * d, g_h_step + a * d, d * sizeof(real));
+        }
+    }
+
+    /* Per row, the weights' gradients: Σ_t ∂J/∂z_t ⊗ u_t, Σ_t ∂J/∂z_t ⊗ h_{t-1}, Σ_t ∂J/∂z_t; and
+     * ∂J/∂u_t = ∂J/∂z_t · weight_ih. */
+    real *h_prev = arena_alloc(arena, arena_mul(arena, T, d), sizeof(real)); /* h_{t-1} of one row */
+    for (size_t b = 0; b < B; b++) {
+        size_t n = steps[b];
+        const real *g_z_b = g_z + b * T * d4;
+        memset(h_prev, 0, d * sizeof(real));
+        if (n > 1) {
+            memcpy(h_prev + d, h + b * T * d, (n - 1) * d * sizeof(real));
+        }
+        /* ∂J/∂z_bᵀ [4d, n] is read in place: its element (r, t) is g_z_b[t * 4d + r]. */
+        KERNEL(matmul_add)(d4, n, d_in, g_z_b, 1, d4, u + b * T * d_in, g_weight_ih);
+        KERNEL(matmul_add)(d4, n, d, g_z_b, 1, d4, h_prev, g_weight_hh);
+        for (size_t tr = 0; tr < n * d4; tr++) {
+            g_bias[tr % d4] += g_z_b[tr];
+        }
+        real *g_u_b = g_u + b * T * d_in;
+        memset(g_u_b, 0, T * d_in * sizeof(real));
+        KERNEL(matmul_add)(n, d4, d_in, g_z_b, d4, 1, weight_ih, g_u_b);
+    }
+}
+
+/* --- §4.2 one direction's loss, and its gradient (§6.1) --------------------------------------- */
+
+real KERNEL(output_loss)(Arena *arena, size_t n, size_t d, size_t V, const real *states, const size_t *target,
+                         const real *out_weight, const real *out_weight_t, const real *out_bias, real *logits,
+                         bool grad, real *g_states, real *g_weight, real *g_bias)
+{
+    /* §3.5: W_out · h + c */
+    memset(logits, 0, arena_mul(arena, n, V) * sizeof(real));
+    KERNEL(matmul_add)(n, d, V, states, d, 1, out_weight_t, logits);
+    real *ce = arena_alloc(arena, n, sizeof(real));
+    real *g_bias_here = arena_alloc(arena, V, sizeof(real));
+    /* Row by row, while the row is in cache: its cross-entropy, then (with grad) its gradient
+     * ∂(L_dir / 2)/∂z = (softmax(z) - onehot(y)) / n / 2, in the logits' room. */
+    for (size_t i = 0; i < n; i++) {
+        real *z = logits + i * V;
+        real largest = z[0] + out_bias[0];
+        for (size_t v = 0; v < V; v++) {
+            z[v] += out_bias[v];
+            largest = z[v] > largest ? z[v] : largest;
+        }
+        real picked = z[target[i]] - largest;
+        for (size_t v = 0; v < V; v++) {
+            z[v] = exp(z[v] - largest); /* the maximum subtracted: exp never overflows */
+        }
+        real total = KERNEL(sum_pairwise)(V, z);
+        ce[i] = log(total) - picked;
+        if (grad) {
+            real *g = z;
+            for (size_t v = 0; v < V; v++) {
+                g[v] /= total;
+            }
+            g[target[i]] -= (real)1;
+            for (size_t v = 0; v < V; v++) {
+                g[v] = g[v] / (real)n * (real)0.5;
+                g_bias_here[v] += g[v];
+            }
+        }
+    }
+    real value = KERNEL(sum_pairwise)(n, ce) / (real)n;
+    if (!grad) {
+        return value;
+    }
+
+    /* Through the shared output layer: to the states, to W_out, to c. */
+    const real *g_logits = logits;
+    memset(g_states, 0, arena_mul(arena, n, d) * sizeof(real));
+    KERNEL(matmul_add)(n, V, d, g_logits, V, 1, out_weight, g_states);
+    real *g_weight_here = arena_alloc(arena, arena_mul(arena, V, d), sizeof(real));
+    KERNEL(matmul_add)(V, n, d, g_logits, 1, V, states, g_weight_here); /* g_logitsᵀ, read in place */
+    for (size_t at = 0; at < V * d; at++) {
+        g_weight[at] += g_weight_here[at];
+    }
+    for (size_t v = 0; v < V; v++) {
+        g_bias[v] += g_bias_here[v];
+    }
+    return value;
+}
