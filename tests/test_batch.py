@@ -4,24 +4,24 @@ The self-test starts a real Dask scheduler and two workers as separate processes
 with Dask's own command-line tools (every listening address on loopback, dashboards included),
 runs a batch of submissions there (correct, wrong, one that hangs, one that kills its worker
 process, one with a bad manifest), checks every record of batch.json and that no process of any
-job is left running, then runs the same batch on the embedded default (a LocalCluster) and expects
-the same verdicts. The submissions are in tests/batch/; the suite runs one test case each (-k,
---dtype float64), so the two batches take about a minute on two cores."""
+job is left running, and at the same time runs the same batch on the embedded default (a
+LocalCluster) and expects the same verdicts. The submissions are in tests/batch/; the suite runs
+one test case each (-k, --dtype float64), so the two batches take about a minute on two cores. The
+cluster's processes are started and ended by bench.batch.dask_cluster, each as a process group."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
+from bench.batch import dask_cluster
 from elmo_conformance.batch import jobs, records, submissions
 from elmo_conformance.batch.__main__ import parse
 from elmo_conformance.resources import child_environment
@@ -41,12 +41,6 @@ EXPECTED = {
 }
 
 
-def dask_command() -> list[str]:
-    beside = Path(sys.executable).parent / "dask"
-    found = str(beside) if beside.exists() else shutil.which("dask")
-    return [found] if found else [sys.executable, "-m", "dask"]
-
-
 def marked(job_ids: set[str]) -> list[int]:
     """Processes whose environment carries one of these job ids."""
     wanted = {f"{jobs.JOB_ENV}={job}".encode() for job in job_ids}
@@ -58,80 +52,6 @@ def marked(job_ids: set[str]) -> list[int]:
             if wanted & set(Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")):
                 found.append(int(entry))
     return found
-
-
-@contextlib.contextmanager
-def dask_cluster(folder: Path, workers: int = 2):
-    """A scheduler and `workers` workers started with `dask scheduler` and `dask worker`, each in a
-    session of its own (ended as a group at the end); yields the scheduler file."""
-    scheduler_file = folder / "scheduler.json"
-    env = child_environment()
-    env["DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES"] = "0"  # our single retry, not Dask's
-    logs = folder / "logs"
-    logs.mkdir()
-    started: list[subprocess.Popen] = []
-
-    def start(name: str, args: list[str]) -> None:
-        with open(logs / f"{name}.log", "wb") as log:
-            started.append(
-                subprocess.Popen(
-                    [*dask_command(), *args], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-                )
-            )
-
-    try:
-        start(
-            "scheduler",
-            [
-                "scheduler",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                "0",
-                "--scheduler-file",
-                str(scheduler_file),
-                "--dashboard-address",
-                "127.0.0.1:0",
-            ],
-        )
-        deadline = time.monotonic() + 60
-        while not scheduler_file.exists():
-            assert time.monotonic() < deadline, (logs / "scheduler.log").read_text()
-            time.sleep(0.2)
-        for i in range(workers):
-            start(
-                f"worker{i}",
-                [
-                    "worker",
-                    "--scheduler-file",
-                    str(scheduler_file),
-                    "--nthreads",
-                    "1",
-                    "--host",
-                    "127.0.0.1",
-                    "--dashboard-address",
-                    "127.0.0.1:0",
-                ],
-            )
-        from distributed import Client
-
-        with Client(scheduler_file=str(scheduler_file), timeout="30s", set_as_default=False) as client:
-            client.wait_for_workers(workers, timeout=90)
-            listening = [client.scheduler_info()["address"], *client.scheduler_info()["workers"]]
-        assert all(address.startswith("tcp://127.0.0.1:") for address in listening), listening
-        yield scheduler_file
-    finally:
-        for process in started:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-        for process in started:
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
 
 
 def batch(out: Path, *where: str) -> subprocess.Popen:
@@ -211,6 +131,12 @@ def test_batch_on_a_dask_cluster_and_embedded(tmp_path):
     embedded default (the two batches at the same time, to save time): the same verdicts, every
     record checked, no process of a job left."""
     with dask_cluster(tmp_path) as scheduler_file:
+        from distributed import Client
+
+        with Client(scheduler_file=str(scheduler_file), set_as_default=False) as client:
+            info = client.scheduler_info()
+            listening = [info["address"], *info["workers"]]
+        assert len(listening) == 3 and all(a.startswith("tcp://127.0.0.1:") for a in listening), listening
         running = batch(tmp_path / "embedded", "--workers", "2")
         on_cluster = finish(batch(tmp_path / "cluster", "--scheduler-file", str(scheduler_file)))
         embedded = finish(running)
