@@ -2,7 +2,9 @@
 directory, with the exit codes of the nox sessions, which are thin wrappers around it.
 
     elmo-conformance --impl mine.py [pytest options]     the conformance suite (the default)
-    elmo-conformance mutants --impl mine.py ...          the mutation runner (spec §13)
+    elmo-conformance mutants --impl mine.py ...          the declared mutants (spec §13)
+    elmo-conformance mutate --impl mine.py ...           mutants generated from its own source (§13.2)
+    elmo-conformance batch SUBMISSION ... --out DIR      a whole class of implementations
     elmo-conformance fixtures ...                        can the fixtures be trusted? (spec §12)
     elmo-conformance serve ARG                           an adapter behind the wire protocol (§15)
     elmo-conformance dashboard REPORT.json ...           one page of many runs' reports
@@ -32,6 +34,8 @@ elmo-conformance {__version__}: the conformance suite of the ELMo spec {{spec}}
 usage:
   elmo-conformance [--impl ARG ...] [suite and pytest options] [TEST ...]
   elmo-conformance mutants [--impl ARG ...] [--mutant ID ...] [--fail-fast] [--out DIR] ...
+  elmo-conformance mutate --impl ARG [--source PATH ...] [--build CMD] [--out DIR] ...
+  elmo-conformance batch SUBMISSION ... --out DIR [--mutants none|declared|generated] [--scheduler ADDRESS]
   elmo-conformance fixtures [--skip CHECK ...] [--impl ARG] ...
   elmo-conformance serve ARG
   elmo-conformance dashboard REPORT.json ... [--mutants PATH] [--out PAGE.html]
