@@ -70,7 +70,15 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         default=0,
         metavar="N",
-        help="--mutants declared: N catalog mutants per job, each with its own baseline (default 0: one job)",
+        help="N mutants per mutation job, each job with its own baseline (declared: the catalog's ids; generated: "
+        "listed by a first job); default 0: one mutation job per submission",
+    )
+    p.add_argument(
+        "--max-mutants",
+        type=int,
+        default=None,
+        metavar="N",
+        help="--mutants generated: a seeded sample of N of each submission's generated mutants (mutate --max-mutants)",
     )
     where = p.add_mutually_exclusive_group()
     where.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler, tcp://HOST:PORT")
@@ -132,6 +140,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     args.suite_args = suite_args + rest
     if args.workers is not None and args.workers < 1:
         p.error(f"--workers: expected an integer >= 1, got {args.workers}")
+    if args.max_mutants is not None and args.max_mutants < 1:
+        p.error("--max-mutants: expected an integer >= 1")
     if args.shard_size < 0:
         p.error("--shard-size: expected an integer >= 0")
     return args
@@ -214,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         "job_timeout_s": args.job_timeout,
         "mutants": args.mutants,
         "shard_size": args.shard_size,
+        "max_mutants": args.max_mutants,
         "fail_on_fail": args.fail_on_fail,
     }
     first = [
@@ -247,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def mutation_job(submission: Any, kind: str, mutants: list[str]) -> tuple[Job, Any]:
         extra = select if kind.startswith("generated") else []
+        if kind.startswith("generated") and args.max_mutants and not mutants:
+            extra = [*extra, "--max-mutants", str(args.max_mutants)]
         job = Job(
             submission.name,
             submission.impl or "",
