@@ -33,22 +33,23 @@ PROBE = protocol().group("probe functions")
 
 @dataclass(frozen=True)
 class Inputs:
-    """One valid input of every kind, in float64; a bad case replaces one of them."""
+    """One valid input of every kind, in float64; a bad case replaces one of them (with anything:
+    a bad value may be of any type, hence `Any`)."""
 
-    params: dict
-    ids: np.ndarray
-    lengths: np.ndarray | None
-    g_layers: list
-    s: np.ndarray
-    gamma: np.ndarray
-    layers: list
-    g_out: np.ndarray
-    features: np.ndarray
-    labels: np.ndarray
-    n_classes: object
-    W: np.ndarray
-    b: np.ndarray
-    settings: dict
+    params: dict[str, Any]
+    ids: Any
+    lengths: Any
+    g_layers: list[Any]
+    s: Any
+    gamma: Any
+    layers: list[Any]
+    g_out: Any
+    features: Any
+    labels: Any
+    n_classes: Any
+    W: Any
+    b: Any
+    settings: dict[str, Any]
 
 
 def valid_arguments(dtype: np.dtype) -> dict[str, Any]:
@@ -387,7 +388,7 @@ BAD = [
 CALLS = [(bad, function) for bad in BAD for function in bad.functions]
 
 
-def cast_inputs(x: Inputs, cast: Callable[[object], object]) -> Inputs:
+def cast_inputs(x: Inputs, cast: Callable[[Any], Any]) -> Inputs:
     """The inputs with every float argument passed through `cast` (to a case's dtype)."""
     names = ("params", "g_layers", "s", "gamma", "layers", "g_out", "features", "W", "b")
     return replace(x, **{name: cast(getattr(x, name)) for name in names})

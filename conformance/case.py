@@ -18,7 +18,7 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -84,6 +84,10 @@ class Case:
     dtype: np.dtype
     call_timeout: float = 120.0
 
+    if TYPE_CHECKING:  # the guarded calls, one per protocol function, are set below the class
+
+        def __getattr__(self, function: str) -> Any: ...
+
     @property
     def name(self) -> str:
         return self.impl.name
@@ -113,7 +117,7 @@ class Case:
     def _invoke(self, method: str, args: tuple, kwargs: dict) -> Any:
         """The adapter's method, under the call timeout: a process adapter enforces it itself
         (§15.7); an in-process one gets an alarm, which interrupts Python code only."""
-        adapter = self.impl.adapter
+        adapter: Any = self.impl.adapter
         if getattr(adapter, "enforces_call_timeout", False):
             adapter.call_timeout = self.call_timeout
             return getattr(adapter, method)(*args, **kwargs)

@@ -6,6 +6,7 @@ import math
 import numbers
 import re
 from collections.abc import Mapping, Sequence
+from typing import TypeGuard
 
 import numpy as np
 
@@ -21,11 +22,11 @@ def _describe(x: object) -> str:
     return f"{type(x).__name__}"
 
 
-def is_int_array(x: object) -> bool:
+def is_int_array(x: object) -> TypeGuard[np.ndarray]:
     return isinstance(x, np.ndarray) and x.dtype.kind in "iu"
 
 
-def is_float_array(x: object) -> bool:
+def is_float_array(x: object) -> TypeGuard[np.ndarray]:
     return isinstance(x, np.ndarray) and x.dtype in FLOAT_DTYPES
 
 
@@ -88,8 +89,7 @@ def check_lengths(lengths: object, batch: int, steps: int) -> np.ndarray:
 def check_bilm_inputs(params: object, ids: object, lengths: object) -> tuple[int, int, int, np.ndarray]:
     """V01-V09 for every biLM function. Returns (V, d, L, lengths as an array)."""
     vocab, d, n_layers, _ = check_params(params)
-    check_ids(ids, vocab)
-    batch, steps = ids.shape  # type: ignore[union-attr]
+    batch, steps = check_ids(ids, vocab).shape
     return vocab, d, n_layers, check_lengths(lengths, batch, steps)
 
 
@@ -102,9 +102,11 @@ def check_has_targets(lengths_given: object, lengths: np.ndarray) -> None:
 
 def check_g_layers(g_layers: object, n_layers: int, shape: tuple[int, ...]) -> None:
     """V10."""
-    ok = isinstance(g_layers, Sequence) and len(g_layers) == n_layers + 1
-    if ok:
-        ok = all(is_float_array(g) and g.shape == shape for g in g_layers)
+    ok = (
+        isinstance(g_layers, Sequence)
+        and len(g_layers) == n_layers + 1
+        and all(is_float_array(g) and g.shape == shape for g in g_layers)
+    )
     if not ok:
         raise ValueError(f"g_layers: expected a list of L+1={n_layers + 1} float arrays of shape {list(shape)}")
 
