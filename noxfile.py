@@ -118,5 +118,9 @@ def fixtures(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    session.install("ruff")
+    """ruff check, ruff format --check and mypy (scripts/typecheck.py), at the versions constraints.txt pins."""
+    session.install("-c", "constraints.txt", "ruff", "mypy")
     session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.install(*REQUIREMENTS, "jax")  # mypy reads the types of what the suite imports
+    session.run("python", "scripts/typecheck.py")
