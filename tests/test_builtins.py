@@ -1,7 +1,10 @@
-"""The built-in implementations that `nox -s tests` checks beside numpy and torch (tests/test_parity.py):
-jax (§11, a JAX implementation) and c (§15, a program speaking the wire protocol) pass the whole
-suite in both dtypes, and every mutant of the C implementation is killed by its expected tests
-(spec §13.1). Each runs as one test so that pytest-xdist spreads them over the machine's cores."""
+"""The whole-suite checks that `nox -s tests` runs beside numpy's and torch's parity
+(tests/test_parity.py): jax (§11, a JAX implementation) and c (§15, a program speaking the wire
+protocol) pass the whole suite in both dtypes; every mutant of the C implementation is killed by
+its expected tests (§13.1); the C implementation passes under AddressSanitizer and UBSan (what
+`nox -s sanitize` runs); and the fixtures can be trusted (§12.5, what `nox -s fixtures` runs).
+Each is one test, so that pytest-xdist spreads them over the machine's cores with the rest, and CI
+needs one virtual environment rather than one per session."""
 
 from __future__ import annotations
 
@@ -35,3 +38,24 @@ def test_every_mutant_of_the_c_implementation_is_killed(tmp_path: Path) -> None:
     report = json.loads((tmp_path / "mutation-report.json").read_text())
     statuses = [mutant["status"] for entry in report["files"].values() for mutant in entry["mutants"]]
     assert statuses and set(statuses) == {"Killed"}, statuses
+
+
+def test_the_c_implementation_passes_under_address_and_undefined_behaviour_sanitizers() -> None:
+    """`nox -s sanitize`: the canaries are reported, and the whole suite on the sanitized build
+    passes with no sanitizer report."""
+    command = [sys.executable, "-m", "elmo_conformance.adapters.c.sanitize", "-q", "-p", "no:cacheprovider"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-4000:]
+    assert "the canaries' leak and overflow were both reported" in output
+    assert "no sanitizer report from elmo-c; the suite exited 0" in output, output[-4000:]
+
+
+def test_the_fixtures_can_be_trusted() -> None:
+    """`nox -s fixtures` (§12.5): integrity, schemas, regeneration within tolerance, the reference
+    passing the suite with them, and every catalog mutant killed by its expected tests."""
+    command = [sys.executable, "-m", "elmo_conformance", "fixtures"]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-4000:]
+    assert " FAIL " not in output, output[-4000:]
