@@ -319,3 +319,23 @@ def test_a_big_endian_float64_result_is_a_float64_in_both_modes(mode: str) -> No
         stop = getattr(loaded.adapter, "stop", None)
         if stop is not None:
             stop()
+
+
+def test_the_servers_purity_check_compares_with_the_request_bytes_and_copies_nothing() -> None:
+    """§1.4 in the protocol server: the snapshot of a decoded argument is a view of the request's
+    bytes; a change is found bit for bit, and a change of bits that keeps every value (-0.0 for
+    0.0) is no change, as with a comparison by value in the harness's process."""
+    from elmo_conformance.conformance.purity import first_change, snapshot
+
+    args = {"s": np.array([0.0, 1.0, np.nan]), "layers": [np.arange(6.0).reshape(2, 3)] * 2}
+    sources: dict = {}
+    decoded = wire.decode(wire.encode(args), sources=sources)
+    before = snapshot(decoded, sources)
+    assert before["s"] is sources[id(decoded["s"])] and not before["s"].flags.owndata, "no copy"
+    assert first_change(before, decoded, "args") is None
+    decoded["s"][0] = -0.0
+    assert first_change(before, decoded, "args") is None, "-0.0 == 0.0, as the harness compares"
+    decoded["layers"][1][1, 2] = 7.0
+    assert first_change(before, decoded, "args") == "args['layers'][1]"
+    decoded["layers"].append(np.zeros(1))
+    assert first_change(before, decoded, "args") == "args['layers'] (length 2, now 3)"
