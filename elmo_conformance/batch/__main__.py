@@ -80,6 +80,14 @@ def parser() -> argparse.ArgumentParser:
         metavar="N",
         help="--mutants generated: a seeded sample of N of each submission's generated mutants (mutate --max-mutants)",
     )
+    p.add_argument(
+        "--mutant-workers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="worker processes of the mutation runner's own pool inside each mutation job (default 1: the "
+        "cluster's workers are the parallelism)",
+    )
     where = p.add_mutually_exclusive_group()
     where.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler, tcp://HOST:PORT")
     where.add_argument("--scheduler-file", metavar="PATH", help="an existing Dask scheduler's --scheduler-file")
@@ -142,6 +150,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
         p.error(f"--workers: expected an integer >= 1, got {args.workers}")
     if args.max_mutants is not None and args.max_mutants < 1:
         p.error("--max-mutants: expected an integer >= 1")
+    if args.mutant_workers < 1:
+        p.error("--mutant-workers: expected an integer >= 1")
     if args.shard_size < 0:
         p.error("--shard-size: expected an integer >= 0")
     return args
@@ -225,6 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         "mutants": args.mutants,
         "shard_size": args.shard_size,
         "max_mutants": args.max_mutants,
+        "mutant_workers": args.mutant_workers,
         "fail_on_fail": args.fail_on_fail,
     }
     first = [
@@ -270,6 +281,7 @@ def main(argv: list[str] | None = None) -> int:
             args.mutants_timeout,
             mutants=mutants,
             version=__version__,
+            pool=args.mutant_workers,
         )
         return job, submission
 

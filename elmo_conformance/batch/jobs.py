@@ -83,6 +83,7 @@ class Job:
     margins: bool = False  # write --report on the worker: the margins of §10 (and a page there, discarded)
     mutants: list[str] = field(default_factory=list)  # --mutant ids of a shard (none: every mutant)
     version: str = ""  # the client's suite version: a worker with another refuses the job
+    pool: int = 1  # a mutation job: the mutation runner's own worker processes (--workers)
     job_id: str = ""  # this try's id (JOB_ENV), set by the executor for each try
 
 
@@ -234,9 +235,19 @@ def _mutants(job: Job, work: Path, tmp: Path, env: dict[str, str], deadline_s: f
     out = tmp / "mutants"
     command = [sys.executable, "-m", "elmo_conformance"]
     if job.kind == "declared":
-        command += ["mutants", "--impl", job.impl, "--out", str(out), "--workers", "1", "--no-html"]
+        command += ["mutants", "--impl", job.impl, "--out", str(out), "--workers", str(job.pool), "--no-html"]
     else:  # generated: `elmo-conformance mutate`, the mutants of the submission's own source (§13.3)
-        command += ["mutate", "--impl", job.impl, "--out", str(out), "--workers", "1", "--no-html", "--no-cache"]
+        command += [
+            "mutate",
+            "--impl",
+            job.impl,
+            "--out",
+            str(out),
+            "--workers",
+            str(job.pool),
+            "--no-html",
+            "--no-cache",
+        ]
         command += ["--build", job.build] if job.build else []
         command += job.suite_args  # -k EXPR
         command += ["--list"] if job.kind == "generated-list" else []
