@@ -49,7 +49,9 @@ def _reason(v: Verdict) -> str:
         parts.append(f"FAILS THE SESSION: {v.failure}")
     if v.run is not None and v.run.reason and v.status != "Killed":
         parts.append(v.run.reason)
-    if v.status == "Killed" and v.run is not None:
+    if v.status == "Killed" and v.run is not None and v.run.reason and not v.killers:
+        parts.append(v.run.reason)  # killed before any test: the harness could not start it
+    elif v.status == "Killed" and v.run is not None:
         first = v.run.tests[v.killers[0]].message or ""
         parts.append(f"killed by {len(v.killers)} test case(s); first: {v.killers[0]}\n{first[-1500:]}")
     parts += v.notes
