@@ -31,7 +31,7 @@ pytest.importorskip("distributed")
 ROOT = Path(__file__).resolve().parent.parent
 SUBMISSIONS = ROOT / "tests" / "batch"
 SELECTION = ["-k", "test_hand_example_scalar_mix", "--dtype", "float64"]
-JOB_TIMEOUT = "30"
+JOB_TIMEOUT = "45"  # above a passing job on a busy 2-core machine (about 25 s), below the hang
 EXPECTED = {
     "good": records.PASS,
     "wrong": records.FAIL,
@@ -214,3 +214,28 @@ def test_a_failed_build_is_did_not_load_and_leaves_no_process(tmp_path):
 
     records.judge_suite(record, Outcome(None, job, result, ids=[job.job_id]), tmp_path / "b", tmp_path)
     assert record["verdict"] == records.NOT_LOADED and record["reason"].startswith("its build command exited 7")
+
+
+def test_verdicts_of_jobs_without_a_result_and_the_version_probe(tmp_path):
+    """A job whose worker died on both tries is the submission's verdict; one with no result for
+    another reason is lost (the batch exits 2). The probe the client runs on the scheduler and the
+    workers gives this suite's version."""
+    import elmo_conformance
+    from elmo_conformance.batch.executor import VERSION_PROBE, Outcome
+
+    assert eval(VERSION_PROBE) == elmo_conformance.__version__
+    job = jobs.Job("k", "adapter.py")
+    died = records.new_record(submissions.Submission("k", "k", "folder", "adapter.py"))
+    outcome = Outcome(None, job, None, died=["tcp://127.0.0.1:1", "tcp://127.0.0.1:2"], ids=["a", "b"])
+    records.judge_suite(died, outcome, tmp_path / "k", tmp_path)
+    assert died["verdict"] == records.KILLED_WORKER and "tcp://127.0.0.1:2" in died["reason"]
+    assert [(a["job"], a["worker"]) for a in died["attempts"]] == [
+        ("a", "tcp://127.0.0.1:1"),
+        ("b", "tcp://127.0.0.1:2"),
+    ]
+    lost = records.new_record(submissions.Submission("l", "l", "folder", "adapter.py"))
+    records.judge_suite(
+        lost, Outcome(None, job, None, lost="the cluster has no workers", ids=["c"]), tmp_path, tmp_path
+    )
+    assert lost["verdict"] == records.LOST and lost["reason"] == "no result: the cluster has no workers"
+    assert records.summary_counts([died, lost]) == {"killed its worker": 1, "lost": 1}

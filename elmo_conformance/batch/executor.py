@@ -112,9 +112,7 @@ class Cluster:
             ) from None
         try:
             if self.embedded:
-                self.stack.enter_context(
-                    dask.config.set({"distributed.scheduler.allowed-failures": 0, "distributed.worker.daemon": False})
-                )
+                self.stack.enter_context(dask.config.set({"distributed.scheduler.allowed-failures": 0}))
                 self.cluster = self.stack.enter_context(
                     LocalCluster(
                         n_workers=self.workers,
