@@ -1,20 +1,16 @@
-"""Headless Chromium for the report pages: `screenshot` (its `--screenshot`, for the README's
-images) and `Chromium`, a page driven over the Chrome DevTools Protocol (websocket-client), for
-the browser tests: console errors, network requests, clicks, evaluated expressions, full-page PNGs.
+"""Headless Chromium for the report pages, driven by Playwright: `Chromium`, one page for the
+browser tests (console errors, requests made, dialogs, clicks, evaluated expressions, PNG
+screenshots), and `screenshot`, a PNG of the top of a page for the README's pictures.
 
-Chromium runs headless without a sandbox, GPU, background networking, component updates, sync or
-first-run, with a fresh profile folder: it must work on a machine with no network.
+Playwright's Python package drives the system's Chromium, launched by its executable path: no
+browser is downloaded. Chromium runs headless without a sandbox, GPU, QUIC, background networking,
+component updates, sync or first-run, in a fresh profile (Playwright makes one per launch): it must
+work on a machine with no network.
 """
 
 from __future__ import annotations
 
-import base64
-import json
 import shutil
-import subprocess
-import tempfile
-import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +18,7 @@ FLAGS = (
     "--headless",
     "--no-sandbox",
     "--disable-gpu",
+    "--disable-quic",
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
@@ -33,7 +30,7 @@ FLAGS = (
 
 
 class BrowserUnavailable(RuntimeError):
-    """No Chromium (or no websocket-client to drive it) on this machine."""
+    """No Chromium (or no Playwright to drive it) on this machine."""
 
 
 def find_chromium() -> str:
@@ -44,197 +41,113 @@ def find_chromium() -> str:
     raise BrowserUnavailable("headless Chromium is not installed (Debian: apt-get install chromium)")
 
 
+def _url(page: str | Path) -> str:
+    """A file: URL as given (it may carry a fragment), or a path's."""
+    return page if str(page).startswith("file:") else Path(page).resolve().as_uri()
+
+
 def screenshot(page: str | Path, png: str | Path, width: int = 1400, height: int = 1000, timeout: float = 120) -> Path:
     """A PNG of the top `width` x `height` pixels of the HTML file `page` (a path, or a file: URL
-    with a fragment), by `chromium --screenshot`."""
-    browser = find_chromium()
+    with a fragment)."""
     png = Path(png).resolve()
     png.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="elmo-chromium-") as profile:
-        command = [
-            browser,
-            *FLAGS,
-            f"--user-data-dir={profile}",
-            f"--window-size={width},{height}",
-            f"--screenshot={png}",
-            page if str(page).startswith("file:") else Path(page).resolve().as_uri(),
-        ]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-    if not png.is_file():
-        raise RuntimeError(f"Chromium wrote no screenshot (exit {done.returncode}): {done.stderr[-1500:]}")
-    return png
+    with Chromium(width=width, height=height, timeout=timeout) as browser:
+        browser.open(page)
+        return browser.screenshot(png, full_page=False)
 
 
 class Chromium:
-    """One headless Chromium page over the DevTools protocol; a context manager.
+    """One headless Chromium page; a context manager.
 
-    Events are kept in `events` from the start, so `console_errors()` and `requests()` see
-    everything the page did since `open`.
+    What the page does is kept from `open` on: `console_errors()`, `requests()` and `dialogs`
+    (the message of every alert, confirm or prompt, each dismissed).
     """
 
     def __init__(self, width: int = 1400, height: int = 1000, timeout: float = 60) -> None:
         self.width, self.height, self.timeout = width, height, timeout
-        self.events: list[dict[str, Any]] = []
-        self._next = 0
-        self._process: subprocess.Popen | None = None
-        self._profile: tempfile.TemporaryDirectory | None = None
-        self._socket: Any = None
+        self.dialogs: list[str] = []
+        self._errors: list[str] = []
+        self._requests: list[str] = []
+        self._playwright: Any = None
+        self._browser: Any = None
+        self._page: Any = None
 
     def __enter__(self) -> Chromium:
         try:
-            import websocket
+            from playwright.sync_api import sync_playwright
         except ImportError as exc:
-            raise BrowserUnavailable(f"websocket-client is not installed ({exc})") from None
-        browser = find_chromium()
-        self._profile = tempfile.TemporaryDirectory(prefix="elmo-chromium-")
-        profile = Path(self._profile.name)
-        command = [
-            browser,
-            *FLAGS,
-            f"--user-data-dir={profile}",
-            f"--window-size={self.width},{self.height}",
-            "--remote-debugging-port=0",
-            "--remote-debugging-address=127.0.0.1",
-            "about:blank",
-        ]
-        self._process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            raise BrowserUnavailable(f"playwright is not installed ({exc})") from None
+        executable = find_chromium()
+        self._playwright = sync_playwright().start()
         try:
-            port = self._port(profile)
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=self.timeout) as answer:
-                targets = json.load(answer)
-            url = next(t["webSocketDebuggerUrl"] for t in targets if t.get("type") == "page")
-            self._socket = websocket.create_connection(url, timeout=self.timeout, suppress_origin=True)
-            for domain in ("Runtime", "Log", "Page", "Network"):
-                self.send(f"{domain}.enable")
+            self._browser = self._playwright.chromium.launch(
+                executable_path=executable, args=list(FLAGS), timeout=self.timeout * 1000
+            )
+            self._page = self._browser.new_page(viewport={"width": self.width, "height": self.height})
+            self._page.set_default_timeout(self.timeout * 1000)
+            self._page.on("console", self._console)
+            self._page.on("pageerror", lambda error: self._errors.append(f"exception: {error}"))
+            self._page.on("request", lambda request: self._requests.append(request.url))
+            self._page.on("requestfailed", lambda r: self._errors.append(f"request failed: {r.url} {r.failure}"))
+            self._page.on("dialog", self._dialog)
         except BaseException:
             self.__exit__(None, None, None)
             raise
         return self
 
-    def _port(self, profile: Path) -> int:
-        deadline = time.monotonic() + self.timeout
-        marker = profile / "DevToolsActivePort"
-        while time.monotonic() < deadline:
-            if self._process is not None and self._process.poll() is not None:
-                err = self._process.stderr.read().decode(errors="replace") if self._process.stderr else ""
-                raise RuntimeError(f"Chromium exited with code {self._process.returncode}: {err[-1500:]}")
-            if marker.is_file():
-                first = marker.read_text(encoding="utf-8").split("\n", 1)[0].strip()
-                if first.isdigit():
-                    return int(first)
-            time.sleep(0.05)
-        raise RuntimeError(f"Chromium did not open its DevTools port within {self.timeout:g} s")
-
     def __exit__(self, *exc: object) -> None:
-        if self._socket is not None:
-            try:
-                self._socket.close()
-            except Exception:  # noqa: BLE001  (closing a broken socket)
-                pass
-            self._socket = None
-        if self._process is not None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait(timeout=10)
-            if self._process.stderr:
-                self._process.stderr.close()
-            self._process = None
-        if self._profile is not None:
-            self._profile.cleanup()
-            self._profile = None
+        if self._browser is not None:
+            self._browser.close()
+            self._browser = self._page = None
+        if self._playwright is not None:
+            self._playwright.stop()
+            self._playwright = None
 
-    # -- the protocol ----------------------------------------------------------------------------
+    def _console(self, message: Any) -> None:
+        if message.type in ("error", "assert"):
+            where = message.location.get("url", "") if message.location else ""
+            self._errors.append(f"console: {message.text} {where}".rstrip())
 
-    def _receive(self) -> dict[str, Any]:
-        message = json.loads(self._socket.recv())
-        if "id" not in message:
-            self.events.append(message)
-        return message
-
-    def send(self, method: str, **params: Any) -> dict[str, Any]:
-        """Call a DevTools method and return its result; events that arrive meanwhile are kept."""
-        self._next += 1
-        self._socket.send(json.dumps({"id": self._next, "method": method, "params": params}))
-        while True:
-            message = self._receive()
-            if message.get("id") == self._next:
-                if "error" in message:
-                    raise RuntimeError(f"{method}: {message['error']}")
-                return message.get("result", {})
-
-    def wait_for(self, method: str, timeout: float | None = None) -> dict[str, Any]:
-        """The first event `method` from now on (or already kept since the last wait)."""
-        deadline = time.monotonic() + (timeout or self.timeout)
-        start = len(self.events)
-        while True:
-            for event in self.events[start:]:
-                if event.get("method") == method:
-                    return event
-            start = len(self.events)
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"no {method} within {timeout or self.timeout:g} s")
-            self._receive()
+    def _dialog(self, dialog: Any) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
 
     # -- what the tests use ----------------------------------------------------------------------
 
     def open(self, page: str | Path) -> None:
-        """Load an HTML file and wait for its load event."""
-        self.events.clear()
-        self.send("Page.navigate", url=Path(page).resolve().as_uri())
-        self.wait_for("Page.loadEventFired")
+        """Load an HTML file (a path, or a file: URL) and wait for its load event."""
+        self._errors.clear()
+        self._requests.clear()
+        self.dialogs.clear()
+        self._page.goto(_url(page), wait_until="load")
 
     def evaluate(self, expression: str) -> Any:
         """The value of a JavaScript expression in the page (an exception raises RuntimeError)."""
-        result = self.send("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
-        if "exceptionDetails" in result:
-            raise RuntimeError(
-                f"{expression}: {result['exceptionDetails'].get('exception', result['exceptionDetails'])}"
-            )
-        return result["result"].get("value")
+        from playwright.sync_api import Error
+
+        try:
+            return self._page.evaluate(expression)
+        except Error as exc:
+            raise RuntimeError(f"{expression}: {exc.message}") from None
 
     def click(self, selector: str) -> None:
-        """A real mouse click (pressed, released) at the middle of the first element matching `selector`."""
-        box = self.evaluate(
-            f"(() => {{ const e = document.querySelector({json.dumps(selector)}); if (!e) return null;"
-            " e.scrollIntoView({block: 'center'}); const r = e.getBoundingClientRect();"
-            " return [r.left + r.width / 2, r.top + r.height / 2]; })()"
-        )
-        if box is None:
+        """A real mouse click at the middle of the first element matching `selector`, scrolled into
+        view once it is visible, stable and enabled."""
+        if self._page.locator(selector).count() == 0:
             raise LookupError(f"no element matches {selector!r}")
-        x, y = box
-        for kind in ("mousePressed", "mouseReleased"):
-            self.send("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
+        self._page.locator(selector).first.click()
 
     def screenshot(self, png: str | Path, full_page: bool = True) -> Path:
         """A PNG of the page (the whole page, or the viewport)."""
-        params: dict[str, Any] = {"format": "png"}
-        if full_page:
-            size = self.send("Page.getLayoutMetrics")["cssContentSize"]
-            params["captureBeyondViewport"] = True
-            params["clip"] = {"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1}
-        data = self.send("Page.captureScreenshot", **params)["data"]
         png = Path(png)
-        png.write_bytes(base64.b64decode(data))
+        self._page.screenshot(path=str(png), full_page=full_page)
         return png
 
     def console_errors(self) -> list[str]:
-        """Uncaught exceptions, console.error/assert calls and error log entries (CSP violations,
-        failed loads) since `open`."""
-        errors = []
-        for event in self.events:
-            method, params = event.get("method"), event.get("params", {})
-            if method == "Runtime.exceptionThrown":
-                details = params.get("exceptionDetails", {})
-                errors.append(f"exception: {details.get('exception', {}).get('description') or details.get('text')}")
-            elif method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
-                errors.append("console: " + " ".join(str(a.get("value", a.get("description"))) for a in params["args"]))
-            elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
-                errors.append(f"log: {params['entry'].get('text')} {params['entry'].get('url', '')}".rstrip())
-        return errors
+        """Uncaught exceptions, console.error/assert calls (failed loads and CSP violations
+        included) and failed requests since `open`."""
+        return list(self._errors)
 
     def requests(self) -> list[str]:
         """The URL of every request the page made since `open` (the page's own file included)."""
-        return [e["params"]["request"]["url"] for e in self.events if e.get("method") == "Network.requestWillBeSent"]
+        return list(self._requests)
