@@ -14,6 +14,14 @@ void bilm_prepare(const Ctx *ctx, BiLMParams *params)
     }
     params->out_weight_t = arena_doubles(ctx->arena, arena_mul(ctx->arena, params->V, params->d));
     transpose(params->V, params->d, params->out_weight, params->out_weight_t);
+    if (ctx->dtype == FLOAT32) {
+        size_t Vd = params->V * params->d;
+        params->f32.out_weight = floats_of(ctx, Vd, params->out_weight);
+        params->f32.out_weight_t = floats_of(ctx, Vd, params->out_weight_t);
+        params->f32.out_bias = floats_of(ctx, params->V, params->out_bias);
+    } else {
+        params->f32.out_weight = params->f32.out_weight_t = params->f32.out_bias = NULL;
+    }
 }
 
 /* --- the clean steps (steps.h) --------------------------------------------------------------- */

@@ -17,6 +17,9 @@ typedef struct {
     const double *out_weight;  /* W_out [V, d] */
     const double *out_bias;    /* c [V] */
     double *out_weight_t;      /* W_outᵀ [d, V] */
+    struct {                   /* a float32 call's float copies of the three, for the kernels; NULL in float64 */
+        const float *out_weight, *out_weight_t, *out_bias;
+    } f32;
 } BiLMParams;
 
 /* Gradients of every canonical entry (§6.1, §6.2), shaped as the parameters. */
@@ -45,7 +48,7 @@ struct BiLMPass {
     size_t *order;       /* [B, T]: per row, the positions the backward LSTMs read, step by step */
 };
 
-/* Transposes and other derived arrays of the parameters. */
+/* Transposes and other derived arrays of the parameters, and a float32 call's float copies. */
 void bilm_prepare(const Ctx *ctx, BiLMParams *params);
 
 /* §3.1-§3.3 on validated inputs. */

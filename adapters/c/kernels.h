@@ -42,7 +42,7 @@
  * output_loss: one direction of §4.2 for n scored states [n, d] and their targets: the mean
  *   cross-entropy of W_out h + c, its terms computed with the maximum subtracted. With `grad`, also
  *   the gradient of half of it (bilm_loss averages two directions): into g_states [n, d], and added
- *   to g_weight [V, d] and g_bias [V]. logits [n, V] is room for the logits.
+ *   to g_weight [V, d] and g_bias [V]. logits [n, V], zero on entry, is room for the logits.
  */
 #define DECLARE_KERNELS(real, KERNEL)                                                                                 \
     void KERNEL(matmul_add)(size_t n, size_t k, size_t m, const real *A, size_t a_row, size_t a_col, const real *B,   \

@@ -315,12 +315,35 @@ void KERNEL(lstm_backward)(Arena *arena, size_t B, size_t T, size_t d_in, size_t
 
 /* --- §4.2 one direction's loss, and its gradient (§6.1) --------------------------------------- */
 
+/* The largest of x[0..n-1] (n >= 1), by 16 running maxima that the compiler can keep in vectors:
+ * the same value as one running maximum unless x holds a NaN (which makes the loss NaN anyway). */
+static real KERNEL(maximum)(size_t n, const real *x)
+{
+    real top[16];
+    for (size_t l = 0; l < 16; l++) {
+        top[l] = x[0];
+    }
+    size_t v = 0;
+    for (; v + 16 <= n; v += 16) {
+        for (size_t l = 0; l < 16; l++) {
+            top[l] = x[v + l] > top[l] ? x[v + l] : top[l];
+        }
+    }
+    for (; v < n; v++) {
+        top[0] = x[v] > top[0] ? x[v] : top[0];
+    }
+    real largest = top[0];
+    for (size_t l = 1; l < 16; l++) {
+        largest = top[l] > largest ? top[l] : largest;
+    }
+    return largest;
+}
+
 real KERNEL(output_loss)(Arena *arena, size_t n, size_t d, size_t V, const real *states, const size_t *target,
                          const real *out_weight, const real *out_weight_t, const real *out_bias, real *logits,
                          bool grad, real *g_states, real *g_weight, real *g_bias)
 {
     /* §3.5: W_out · h + c */
-    memset(logits, 0, arena_mul(arena, n, V) * sizeof(real));
     KERNEL(matmul_add)(n, d, V, states, d, 1, out_weight_t, logits);
     real *ce = arena_alloc(arena, n, sizeof(real));
     real *g_bias_here = arena_alloc(arena, V, sizeof(real));
@@ -328,11 +351,10 @@ real KERNEL(output_loss)(Arena *arena, size_t n, size_t d, size_t V, const real 
      * ∂(L_dir / 2)/∂z = (softmax(z) - onehot(y)) / n / 2, in the logits' room. */
     for (size_t i = 0; i < n; i++) {
         real *z = logits + i * V;
-        real largest = z[0] + out_bias[0];
         for (size_t v = 0; v < V; v++) {
             z[v] += out_bias[v];
-            largest = z[v] > largest ? z[v] : largest;
         }
+        real largest = KERNEL(maximum)(V, z);
         real picked = z[target[i]] - largest;
         for (size_t v = 0; v < V; v++) {
             z[v] = exp(z[v] - largest); /* the maximum subtracted: exp never overflows */

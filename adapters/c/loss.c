@@ -89,10 +89,10 @@ static double direction_loss(const Ctx *ctx, const BiLMPass *pass, const double 
         float *g_states32 = grad ? arena_alloc(arena, nd, sizeof(float)) : NULL;
         float *g_weight = grad ? floats_of(ctx, Vd, grads->out_weight) : NULL;
         float *g_bias = grad ? floats_of(ctx, V, grads->out_bias) : NULL;
-        value = output_loss_f32(arena, n, d, V, floats_of(ctx, nd, states), scored.target,
-                                floats_of(ctx, Vd, p->out_weight), floats_of(ctx, Vd, p->out_weight_t),
-                                floats_of(ctx, V, p->out_bias), arena_alloc(arena, arena_mul(arena, n, V), sizeof(float)),
-                                grad, g_states32, g_weight, g_bias);
+        value = output_loss_f32(arena, n, d, V, floats_of(ctx, nd, states), scored.target, p->f32.out_weight,
+                                p->f32.out_weight_t, p->f32.out_bias,
+                                arena_alloc(arena, arena_mul(arena, n, V), sizeof(float)), grad, g_states32, g_weight,
+                                g_bias);
         if (grad) {
             doubles_from(nd, g_states32, g_states);
             doubles_from(Vd, g_weight, grads->out_weight);

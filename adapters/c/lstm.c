@@ -22,13 +22,25 @@ void lstm_prepare(const Ctx *ctx, LSTMWeights *w)
     w->weight_hh_t = arena_doubles(ctx->arena, arena_mul(ctx->arena, rows, w->d));
     transpose(rows, w->d_in, w->weight_ih, w->weight_ih_t);
     transpose(rows, w->d, w->weight_hh, w->weight_hh_t);
+    if (ctx->dtype == FLOAT32) {
+        size_t ih = arena_mul(ctx->arena, rows, w->d_in), hh = arena_mul(ctx->arena, rows, w->d);
+        w->f32.weight_ih = floats_of(ctx, ih, w->weight_ih);
+        w->f32.weight_hh = floats_of(ctx, hh, w->weight_hh);
+        w->f32.bias_ih = floats_of(ctx, rows, w->bias_ih);
+        w->f32.bias_hh = floats_of(ctx, rows, w->bias_hh);
+        w->f32.weight_ih_t = floats_of(ctx, ih, w->weight_ih_t);
+        w->f32.weight_hh_t = floats_of(ctx, hh, w->weight_hh_t);
+    } else {
+        w->f32.weight_ih = w->f32.weight_hh = w->f32.bias_ih = w->f32.bias_hh = NULL;
+        w->f32.weight_ih_t = w->f32.weight_hh_t = NULL;
+    }
 }
 
 LSTMRun lstm_run_new(const Ctx *ctx, size_t B, size_t T, size_t d_in, size_t d)
 {
     Arena *arena = ctx->arena;
     size_t positions = arena_mul(arena, B, T);
-    LSTMRun run = {B, T, d_in, d, NULL, NULL, NULL, NULL, NULL, NULL};
+    LSTMRun run = {B, T, d_in, d, NULL, NULL, NULL, NULL, NULL, NULL, {NULL, NULL, NULL, NULL, NULL}};
     run.steps = arena_alloc(arena, B, sizeof(size_t));
     run.u = arena_doubles(arena, arena_mul(arena, positions, d_in));
     run.h = arena_doubles(arena, arena_mul(arena, positions, d));
@@ -41,24 +53,22 @@ LSTMRun lstm_run_new(const Ctx *ctx, size_t B, size_t T, size_t d_in, size_t d)
 void lstm_forward(const Ctx *ctx, const LSTMWeights *w, LSTMRun *run)
 {
     Arena *arena = ctx->arena;
-    size_t B = run->B, T = run->T, d_in = run->d_in, d = run->d, d4 = 4 * d;
+    size_t B = run->B, T = run->T, d_in = run->d_in, d = run->d;
     if (ctx->dtype == FLOAT64) {
         lstm_forward_f64(arena, B, T, d_in, d, run->steps, run->u, w->weight_ih_t, w->weight_hh_t, w->bias_ih,
                          w->bias_hh, run->h, run->c, run->tanh_c, run->gates);
         return;
     }
-    size_t states = arena_mul(arena, arena_mul(arena, B, T), d);
     /* Zero, as the run's arrays are: the kernel leaves the entries past each row's steps alone. */
-    float *h = arena_alloc(arena, states, sizeof(float)), *c = arena_alloc(arena, states, sizeof(float));
-    float *tanh_c = arena_alloc(arena, states, sizeof(float));
-    float *gates = arena_alloc(arena, arena_mul(arena, states, 4), sizeof(float));
-    lstm_forward_f32(arena, B, T, d_in, d, run->steps, floats_of(ctx, arena_mul(arena, B * T, d_in), run->u),
-                     floats_of(ctx, d_in * d4, w->weight_ih_t), floats_of(ctx, d * d4, w->weight_hh_t),
-                     floats_of(ctx, d4, w->bias_ih), floats_of(ctx, d4, w->bias_hh), h, c, tanh_c, gates);
-    doubles_from(states, h, run->h);
-    doubles_from(states, c, run->c);
-    doubles_from(states, tanh_c, run->tanh_c);
-    doubles_from(4 * states, gates, run->gates);
+    size_t states = arena_mul(arena, arena_mul(arena, B, T), d);
+    run->f32.u = floats_of(ctx, arena_mul(arena, B * T, d_in), run->u);
+    run->f32.h = arena_alloc(arena, states, sizeof(float));
+    run->f32.c = arena_alloc(arena, states, sizeof(float));
+    run->f32.tanh_c = arena_alloc(arena, states, sizeof(float));
+    run->f32.gates = arena_alloc(arena, arena_mul(arena, states, 4), sizeof(float));
+    lstm_forward_f32(arena, B, T, d_in, d, run->steps, run->f32.u, w->f32.weight_ih_t, w->f32.weight_hh_t,
+                     w->f32.bias_ih, w->f32.bias_hh, run->f32.h, run->f32.c, run->f32.tanh_c, run->f32.gates);
+    doubles_from(states, run->f32.h, run->h);
 }
 
 void lstm_backward(const Ctx *ctx, const LSTMWeights *w, const LSTMRun *run, const double *g_h, double *g_u,
@@ -75,11 +85,9 @@ void lstm_backward(const Ctx *ctx, const LSTMWeights *w, const LSTMRun *run, con
         float *g_weight_ih = arena_alloc(arena, d4 * d_in, sizeof(float));
         float *g_weight_hh = arena_alloc(arena, d4 * d, sizeof(float));
         float *g_bias = arena_alloc(arena, d4, sizeof(float));
-        lstm_backward_f32(arena, B, T, d_in, d, run->steps, floats_of(ctx, inputs, run->u),
-                          floats_of(ctx, states, run->h), floats_of(ctx, states, run->c),
-                          floats_of(ctx, states, run->tanh_c), floats_of(ctx, 4 * states, run->gates),
-                          floats_of(ctx, d4 * d_in, w->weight_ih), floats_of(ctx, d4 * d, w->weight_hh),
-                          floats_of(ctx, states, g_h), g_u32, g_weight_ih, g_weight_hh, g_bias);
+        lstm_backward_f32(arena, B, T, d_in, d, run->steps, run->f32.u, run->f32.h, run->f32.c, run->f32.tanh_c,
+                          run->f32.gates, w->f32.weight_ih, w->f32.weight_hh, floats_of(ctx, states, g_h), g_u32,
+                          g_weight_ih, g_weight_hh, g_bias);
         doubles_from(inputs, g_u32, g_u);
         doubles_from(d4 * d_in, g_weight_ih, grads->weight_ih);
         doubles_from(d4 * d, g_weight_hh, grads->weight_hh);

@@ -15,6 +15,9 @@ typedef struct {
     const double *bias_hh;    /* [4d] */
     double *weight_ih_t;      /* [d_in, 4d], the transposes, for products that stream rows */
     double *weight_hh_t;      /* [d, 4d] */
+    struct {                  /* a float32 call's float copies of the six, for the kernels; NULL in float64 */
+        const float *weight_ih, *weight_hh, *bias_ih, *bias_hh, *weight_ih_t, *weight_hh_t;
+    } f32;
 } LSTMWeights;
 
 /* Gradients of the same four arrays. */
@@ -32,9 +35,13 @@ typedef struct {
     double *c;       /* [B, T, d] cell states c_t */
     double *tanh_c;  /* [B, T, d] tanh(c_t) */
     double *gates;   /* [B, T, 4d] i_t, f_t, g_t, o_t after their nonlinearities */
+    struct {         /* a float32 run's arrays as the kernel left them, for the backward pass; NULL in
+                      * float64. Of the doubles, a float32 run fills only h. */
+        float *u, *h, *c, *tanh_c, *gates;
+    } f32;
 } LSTMRun;
 
-/* The transposes of w's weights, in the call's arena. */
+/* The transposes of w's weights, in the call's arena, and in a float32 call the float copies. */
 void lstm_prepare(const Ctx *ctx, LSTMWeights *w);
 
 /* A run with room for B rows of T steps, every array zero. */

@@ -294,7 +294,7 @@ static bool check_params(Ctx *ctx, const WireValue *params, BiLMParams *p, Error
     for (size_t k = 0; k < 2 * L; k++) {
         LSTMWeights *w = k < L ? &p->fwd[k] : &p->bwd[k - L];
         const double **parts = values + 1 + 4 * k;
-        *w = (LSTMWeights){p->d, p->d, parts[0], parts[1], parts[2], parts[3], NULL, NULL};
+        *w = (LSTMWeights){p->d, p->d, parts[0], parts[1], parts[2], parts[3], NULL, NULL, {NULL, NULL, NULL, NULL, NULL, NULL}};
     }
     p->out_weight = values[1 + 8 * L];
     p->out_bias = values[2 + 8 * L];
