@@ -303,9 +303,9 @@ class Cluster:
                             attempt.tag, attempt.job, None, attempt.workers_died, repr(exc), seconds, attempt.ids
                         )
                 else:
-                    exc = future.exception() if future.status == "error" else None
-                    if isinstance(exc, KilledWorker):
-                        worker = getattr(getattr(exc, "last_worker", None), "address", None) or "a worker"
+                    error = future.exception() if future.status == "error" else None
+                    if isinstance(error, KilledWorker):
+                        worker = getattr(getattr(error, "last_worker", None), "address", None) or "a worker"
                         attempt.workers_died.append(worker)
                         if attempt.tries < 2:
                             queue.appendleft(attempt)
@@ -315,7 +315,9 @@ class Cluster:
                             attempt.tag, attempt.job, None, attempt.workers_died, None, seconds, attempt.ids
                         )
                     else:
-                        why = f"{type(exc).__name__}: {exc}" if exc is not None else f"the job was {future.status}"
+                        why = (
+                            f"{type(error).__name__}: {error}" if error is not None else f"the job was {future.status}"
+                        )
                         outcome = Outcome(
                             attempt.tag, attempt.job, None, attempt.workers_died, why, seconds, attempt.ids
                         )

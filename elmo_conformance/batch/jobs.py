@@ -110,7 +110,8 @@ class Guard:
     def close(self) -> None:
         """End the job: the guard kills whatever of it is left, then exits."""
         with contextlib.suppress(OSError):
-            self.process.stdin.close()
+            if self.process.stdin is not None:
+                self.process.stdin.close()
         try:
             self.process.wait(timeout=30)
         except subprocess.TimeoutExpired:
