@@ -55,6 +55,6 @@ def reason(adapter: str, absent: tuple[str, ...]) -> str:
 
 def catalog_component(entry: Mapping[str, Any]) -> str | None:
     """The protocol component a catalog mutant (spec/mutants.json) breaks, or None if unknown."""
-    part = entry.get("component")
+    part = entry.get("component") or ""
     name = _CATALOG_PARTS.get(part, part)
     return name if name in protocol().components else None

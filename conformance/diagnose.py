@@ -37,7 +37,7 @@ def _differs(actual: np.ndarray, expected: np.ndarray, tol: dict[str, float]) ->
     """Elementwise: beyond the tolerance (NaN counts), over the last axis: [B, T] of booleans."""
     a, e = actual.astype(np.float64), expected.astype(np.float64)
     with np.errstate(all="ignore"):
-        return ~(np.abs(a - e) <= tol["atol"] + tol["rtol"] * np.abs(e)).all(axis=-1)
+        return np.asarray(~(np.abs(a - e) <= tol["atol"] + tol["rtol"] * np.abs(e)).all(axis=-1))
 
 
 # ---------------------------------------------------------------------------------------- the biLM

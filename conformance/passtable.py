@@ -14,6 +14,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -43,7 +44,7 @@ def _section_key(number: str) -> tuple[int, ...]:
 def columns(adapters: Sequence[LoadedAdapter], dtypes: Sequence[str], results: Iterable[dict]) -> list[dict]:
     """The columns that have results, adapters in --impl order, dtypes in the suite's order."""
     present = {result["case"] for result in results}
-    found = [
+    found: list[dict[str, Any]] = [
         {"case": f"{a.name}-{dt}", "adapter": a.name, "impl": a.arg, "dtype": dt, "device": a.device}
         for a in adapters
         for dt in dtypes

@@ -343,7 +343,7 @@ class ResultChecker:
         if kind == "list":
             n = evaluate(spec["length"], self.symbols)
             if not isinstance(value, list | tuple) or len(value) != n:
-                got = len(value) if isinstance(value, list | tuple) else type(value).__name__
+                got = str(len(value)) if isinstance(value, list | tuple) else type(value).__name__
                 length = spec["length"].replace(" ", "")
                 self.fail(self.sections, f"{what}: expected a list of {length} = {n} arrays, got {got}")
             item = spec["item"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -163,7 +165,7 @@ def test_padding_is_selected_not_multiplied(case: Case) -> None:
         fail(("3.4", "4.2"), f"bilm_loss with overflowing padding is {loss!r}, with ordinary padding {want_loss!r}")
 
 
-def checked_result(case: Case, function: str, result: object, *args: object) -> object:
+def checked_result(case: Case, function: str, result: object, *args: object) -> Any:
     """A result obtained with `case.call`, checked as a guarded call checks it (spec/protocol.json)."""
     spec = protocol().functions[function]
     bound = spec.bind_arguments(args, {})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -122,7 +124,7 @@ def test_probe_matches_reference(case: Case, data: st.DataObject) -> None:
     weights that may tie two classes equals the reference's."""
     p = probe_data(data)
     X = case.cast(p.features)
-    settings = {"l2": p.l2, "steps": p.steps, "lr": p.lr}
+    settings: dict[str, Any] = {"l2": p.l2, "steps": p.steps, "lr": p.lr}
     W, b = case.fit_linear_probe(X, p.labels, p.n_classes, **settings)
     want = reference.fit_linear_probe(widen(X), p.labels, p.n_classes, **settings)
     context = f"for features {list(p.features.shape)}, {p.n_classes} classes, {settings}"

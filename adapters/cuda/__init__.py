@@ -12,6 +12,6 @@ from .adapter import CudaAdapter  # noqa: E402  (after the environment variable)
 from .mutants import MUTANTS  # noqa: E402
 
 adapter = CudaAdapter()
-adapter.mutants = MUTANTS  # the catalog mutants of §13, declared as §11 allows
+adapter.mutants = MUTANTS  # type: ignore[attr-defined]  # the catalog mutants of §13, declared as §11 allows
 
 __all__ = ["MUTANTS", "CudaAdapter", "adapter"]

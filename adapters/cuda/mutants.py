@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
+from typing import Any
 
 from elmo_conformance.adapters.torch.mutants import MUTANTS as TORCH_MUTANTS
 
 from .adapter import CudaAdapter
 
 
-def on_cuda(torch_mutant: type) -> type[CudaAdapter]:
+def on_cuda(torch_mutant: Any) -> type[CudaAdapter]:
     """The torch mutant class `torch_mutant` computed on the CUDA device."""
     return type(
         f"Cuda{torch_mutant.__name__}",

@@ -90,9 +90,10 @@ def _under_substitution(method: str) -> Callable:
 class Substituted(NumpyAdapter):
     """NumpyAdapter with `owner.<name_replaced>` swapped for `replacement` during every call."""
 
-    owner: ClassVar[object]
-    name_replaced: ClassVar[str]
-    replacement: ClassVar[Callable]
+    owner: object
+    name_replaced: str
+    replacement: Callable
+    replaces: ClassVar[tuple[object, ...]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

@@ -4,6 +4,6 @@ from .adapter import TorchAdapter
 from .mutants import MUTANTS
 
 adapter = TorchAdapter()
-adapter.mutants = MUTANTS  # the catalog mutants of §13, declared as §11 allows
+adapter.mutants = MUTANTS  # type: ignore[attr-defined]  # the catalog mutants of §13, declared as §11 allows
 
 __all__ = ["MUTANTS", "TorchAdapter", "adapter"]

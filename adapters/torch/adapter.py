@@ -17,6 +17,8 @@ class attributes so that a variant adapter can swap one for a subclass.
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 import torch
 
@@ -146,7 +148,7 @@ class TorchAdapter:
         model, x, lens = self._load(params, ids, lengths)
         dtype = params["embedding"].dtype
         reps = model.layers(x, lens)
-        J = sum((r * _tensor(g, dtype)).sum() for r, g in zip(reps, g_layers, strict=True))
+        J = cast(torch.Tensor, sum((r * _tensor(g, dtype)).sum() for r, g in zip(reps, g_layers, strict=True)))
         return self._grads(model, J)
 
     # -- the probe (§7) --

@@ -148,7 +148,7 @@ class BiLM(nn.Module):
         states = self._run(self.bwd[k], self._reverse(x, lengths), lengths)
         return self._select(self._reverse_back(states, lengths), mask)
 
-    def _run(self, lstm: nn.LSTM, x: Tensor, lengths: Tensor) -> Tensor:
+    def _run(self, lstm: nn.Module, x: Tensor, lengths: Tensor) -> Tensor:
         """One LSTM over the first `lengths[b]` steps of each row, from a zero state (§2.3)."""
         # Packing wants the lengths on the CPU, wherever x is.
         packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)

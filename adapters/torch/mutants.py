@@ -176,7 +176,7 @@ def _leniently(check: str, replacement: Callable, *methods: str) -> Callable[[ty
 
             call.__name__ = call.__qualname__ = method
             setattr(cls, method, call)
-        cls.replaces = (getattr(validate, check),)
+        cls.replaces = (getattr(validate, check),)  # type: ignore[attr-defined]
         return cls
 
     return wrap

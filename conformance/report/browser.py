@@ -43,7 +43,7 @@ def find_chromium() -> str:
 
 def _url(page: str | Path) -> str:
     """A file: URL as given (it may carry a fragment), or a path's."""
-    return page if str(page).startswith("file:") else Path(page).resolve().as_uri()
+    return str(page) if str(page).startswith("file:") else Path(page).resolve().as_uri()
 
 
 def screenshot(page: str | Path, png: str | Path, width: int = 1400, height: int = 1000, timeout: float = 120) -> Path:

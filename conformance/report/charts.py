@@ -61,7 +61,7 @@ def margins_svg(
         "font.family": "sans-serif",
         "font.sans-serif": ["DejaVu Sans"],
     }
-    with matplotlib.rc_context(rc):
+    with matplotlib.rc_context(rc):  # type: ignore[arg-type]  # rc is a plain dict of rcParams names
         fig = Figure(figsize=(width, height))  # laid out by hand: constrained layout draws twice
         ax = fig.add_axes((left / width, below / height, 1 - (left + 0.2) / width, plot / height))
         ax.set_xscale("log")

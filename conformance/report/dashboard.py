@@ -61,7 +61,7 @@ class Result:
         return self.report.get("spec_version") or "unknown"
 
     def owns(self, result: dict[str, Any]) -> bool:
-        case = result.get("case")
+        case = result.get("case") or ""
         return bool(case) and "-" in case and case.rsplit("-", 1)[0] == self.name
 
     @property
@@ -141,7 +141,7 @@ def cell(counts: Counter | None, failing: list[dict[str, Any]]) -> dict[str, Any
 
 def margin_table(results: Sequence[Result]) -> dict[str, Any]:
     """Columns: each result's dtypes with margins; rows: §10's quantities."""
-    columns = []
+    columns: list[dict[str, Any]] = []
     for r in results:
         for dtype in sorted(r.margins, key=lambda d: (DTYPES.index(d) if d in DTYPES else 9, d)):
             columns.append({"label": f"{r.label} {dtype}", "values": r.margins[dtype]})
@@ -209,7 +209,7 @@ def mutant_table(results: Sequence[Result]) -> dict[str, Any] | None:
             status = entry["status"] if entry else ("" if not r.mutants else "–")
             cells.append({"status": status, "detected": status in DETECTED})
         rows.append({"id": mid, "catalog": mid in catalog, "title": titles.get(mid) or described, "cells": cells})
-    totals = []
+    totals: list[dict[str, Any]] = []
     for r in results:
         if not r.mutants:
             totals.append({"text": "no mutation report", "complete": None})

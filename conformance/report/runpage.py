@@ -68,7 +68,9 @@ def detail(result: dict[str, Any], titles: dict[str, str]) -> dict[str, Any]:
 
 def table(report: dict[str, Any]) -> dict[str, Any]:
     """The pass table with cells ready to draw, and the choices of the filters."""
-    adapters = [SimpleNamespace(name=a["name"], arg=a["impl"], device=a["device"]) for a in report["adapters"]]
+    adapters: list[Any] = [
+        SimpleNamespace(name=a["name"], arg=a["impl"], device=a["device"]) for a in report["adapters"]
+    ]
     results = report["tests"]
     data = passtable.table(adapters, dtypes_of(results, [a.name for a in adapters]), results)
     titles = {**sections(), **(report.get("section_titles") or {})}  # the report's own first
@@ -139,7 +141,7 @@ def margins(report: dict[str, Any]) -> dict[str, Any]:
     quantities = quantities_of(report.get("margins") or {})
     rows = []
     for quantity in quantities:
-        cells = []
+        cells: list[dict | None] = []
         for col in columns:
             entry = col["values"].get(quantity)
             if entry is None:
