@@ -236,7 +236,17 @@ def _mutants(job: Job, work: Path, tmp: Path, env: dict[str, str], deadline_s: f
     out = tmp / "mutants"
     command = [sys.executable, "-m", "elmo_conformance"]
     if job.kind == "declared":
-        command += ["mutants", "--impl", job.impl, "--out", str(out), "--workers", str(job.pool), "--no-html"]
+        command += [
+            "mutants",
+            "--impl",
+            job.impl,
+            "--out",
+            str(out),
+            "--workers",
+            str(job.pool),
+            "--no-html",
+            "--fail-fast",
+        ]
     else:  # generated: `elmo-conformance mutate`, the mutants of the submission's own source (§13.3)
         command += [
             "mutate",
