@@ -42,7 +42,10 @@ def mutants_by_id(report: dict) -> dict[str, dict]:
 
 def test_a_third_party_adapters_mutants_extras_included_are_run_and_judged(example) -> None:
     done, out, report = example
-    assert done.returncode == 0, done.stdout + done.stderr
+    # x-crash kills its worker: it could not be judged, so the run does not pass (issue 21 item 2)
+    assert done.returncode == 1, done.stdout + done.stderr
+    failures = report["config"]["failures"]
+    assert len(failures) == 1 and failures[0].startswith("mine x-crash: could not be judged, the run broke"), failures
     mutants = mutants_by_id(report)
     assert {k: m["status"] for k, m in mutants.items()} == {
         "s01": "Killed",
@@ -83,7 +86,8 @@ def test_the_terminal_table_and_the_markdown_summary(example) -> None:
         in table
     )
     summary = (out / "summary.md").read_text(encoding="utf-8")
-    assert summary.startswith("## Mutation testing (spec §13): ✅ passed")
+    assert summary.startswith("## Mutation testing (spec §13): ❌ failed")
+    assert "x-crash" in summary.split("### Problems")[1], "the mutant that could not be judged is the problem"
     assert "| x-hang | (extra) probe_accuracy never returns. | timeout |" in summary
 
 
