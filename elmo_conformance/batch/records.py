@@ -247,6 +247,10 @@ def mutation_summary(mode: str, outcomes: list[Any], directory: Path, out: Path)
             score=round(detected / considered, 4) if considered else None,
             report=path.relative_to(out).as_posix(),
         )
+    if merged is not None and not summary.get("considered") and not problems:
+        problems.append(
+            "no mutant was checked: " + ("it declares none" if mode == "declared" else "none was generated")
+        )
     if problems:
         summary["problem"] = "; ".join(problems)
     return summary
