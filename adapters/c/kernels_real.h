@@ -371,7 +371,7 @@ static real KERNEL(maximum)(size_t n, const real *x)
     return largest;
 }
 
-real KERNEL(output_loss)(Arena *arena, size_t n, size_t d, size_t V, const real *states, const size_t *target,
+WIDE_VECTORS real KERNEL(output_loss)(Arena *arena, size_t n, size_t d, size_t V, const real *states, const size_t *target,
                          const real *out_weight, const real *out_weight_t, const real *out_bias, real *logits,
                          bool grad, real *g_states, real *g_weight, real *g_bias)
 {
