@@ -89,9 +89,15 @@ def test_a_run_in_which_no_mutant_ran_never_passes(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--timeout-min", "inf"], "argument --timeout-min: expected a number > 0 and <= 604800 seconds (a week), got inf"),
+        (
+            ["--timeout-min", "inf"],
+            "argument --timeout-min: expected a number > 0 and <= 604800 seconds (a week), got inf",
+        ),
         (["--timeout-factor", "nan"], "argument --timeout-factor: expected a number > 0 and <= 1000, got nan"),
-        (["--baseline-timeout", "inf"], "argument --baseline-timeout: expected a number > 0 and <= 604800 seconds (a week), got inf"),
+        (
+            ["--baseline-timeout", "inf"],
+            "argument --baseline-timeout: expected a number > 0 and <= 604800 seconds (a week), got inf",
+        ),
         (["--timeout-min", "0"], "argument --timeout-min: expected a number > 0 and <= 604800 seconds (a week), got 0"),
         (["--mutant", ""], "--mutant: expected a mutant id such as s01, got an empty one"),
         (["--mutant", "  "], "--mutant: expected a mutant id such as s01, got an empty one"),
