@@ -131,15 +131,17 @@ def test_batch_on_a_dask_cluster_and_embedded(tmp_path):
     """A real scheduler and two workers (dask scheduler / dask worker on 127.0.0.1), and the
     embedded default (the two batches at the same time, to save time): the same verdicts, every
     record checked, no process of a job left."""
-    with dask_cluster(tmp_path) as scheduler_file:
-        from distributed import Client
+    running = batch(tmp_path / "embedded", "--workers", "2")  # starts while the cluster starts
+    try:
+        with dask_cluster(tmp_path) as scheduler_file:
+            from distributed import Client
 
-        with Client(scheduler_file=str(scheduler_file), set_as_default=False) as client:
-            info = client.scheduler_info()
-            listening = [info["address"], *info["workers"]]
-        assert len(listening) == 3 and all(a.startswith("tcp://127.0.0.1:") for a in listening), listening
-        running = batch(tmp_path / "embedded", "--workers", "2")
-        on_cluster = finish(batch(tmp_path / "cluster", "--scheduler-file", str(scheduler_file)))
+            with Client(scheduler_file=str(scheduler_file), set_as_default=False) as client:
+                info = client.scheduler_info()
+                listening = [info["address"], *info["workers"]]
+            assert len(listening) == 3 and all(a.startswith("tcp://127.0.0.1:") for a in listening), listening
+            on_cluster = finish(batch(tmp_path / "cluster", "--scheduler-file", str(scheduler_file)))
+    finally:
         embedded = finish(running)
     assert "cluster tcp://127.0.0.1:" in on_cluster.stderr
     cluster_records = check_records(tmp_path / "cluster", on_cluster)
