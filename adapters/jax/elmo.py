@@ -75,14 +75,20 @@ class BiLM:
 
     def logits(self, params: Params, ids: Array, lengths: Array) -> tuple[Array, Array]:
         """(fwd, bwd) [B, T, V] through the one shared output layer (§3.5)."""
-        top = self.layers(params, ids, lengths)[-1]
+        return self.output(params, self.layers(params, ids, lengths)[-1])
+
+    def output(self, params: Params, top: Array) -> tuple[Array, Array]:
+        """(fwd, bwd) logits of the top layer R^L = [f^L, b^L] (§3.5)."""
         d = params["embedding"].shape[1]
         weight, bias = params["out.weight"], params["out.bias"]
         return top[..., :d] @ weight.T + bias, top[..., d:] @ weight.T + bias
 
     def loss(self, params: Params, ids: Array, lengths: Array) -> Array:
         """§4.2: each direction's token-level mean cross-entropy over the batch, then their average."""
-        fwd, bwd = self.logits(params, ids, lengths)
+        return self.loss_of_logits(*self.logits(params, ids, lengths), ids, lengths)
+
+    def loss_of_logits(self, fwd: Array, bwd: Array, ids: Array, lengths: Array) -> Array:
+        """The loss of §4.2 from the logits of §3.5."""
         return (
             mean_cross_entropy(fwd, *self.forward_targets(ids, lengths))
             + mean_cross_entropy(bwd, *self.backward_targets(ids, lengths))
@@ -166,20 +172,33 @@ class ScalarMix:
 
 
 class LinearProbe:
-    """Softmax regression fitted exactly as §7 says; the step's gradient comes from jax.grad."""
+    """Softmax regression fitted exactly as §7 says; the step's gradient comes from jax.grad.
 
-    def standardize(self, X: Array) -> tuple[Array, Array, Array]:
-        """(Z, μ, σ) of §7.1: population std; a constant column gets μ = its value and σ = 1."""
-        constant = jnp.all(X == X[0], axis=0)
-        mu = jnp.where(constant, X[0], jnp.mean(X, axis=0))
-        sigma = jnp.where(constant, jnp.ones((), X.dtype), jnp.std(X, axis=0))
-        return (X - mu) / sigma, mu, sigma
+    A row labelled -1 is no example: the adapter pads N with such rows (zero features) so that one
+    compilation serves many N. Such rows take no part in μ, σ (§7.1), the mean of §7.2 or the count
+    of §7.5, and their standardized features are 0; row 0 is always an example.
+    """
+
+    def standardize(self, X: Array, rows: Array) -> tuple[Array, Array, Array]:
+        """(Z, μ, σ) of §7.1 over the rows where `rows`: population std; a constant column gets
+        μ = its value and σ = 1."""
+        n = jnp.sum(rows).astype(X.dtype)
+        real = rows[:, None]
+        constant = jnp.all((X == X[0]) | ~real, axis=0)
+        mean = jnp.sum(jnp.where(real, X, 0), axis=0) / n
+        std = jnp.sqrt(jnp.sum(jnp.where(real, jnp.square(X - mean), 0), axis=0) / n)
+        mu = jnp.where(constant, X[0], mean)
+        sigma = jnp.where(constant, jnp.ones((), X.dtype), std)
+        return jnp.where(real, (X - mu) / sigma, 0), mu, sigma
 
     def objective(self, V: Array, a: Array, Z: Array, Y: Array, l2: Array) -> Array:
-        """F(V, a) of §7.2: mean CE plus (l2/2)‖V‖², the bias unpenalized."""
+        """F(V, a) of §7.2: mean CE over the examples (the rows with a label, Y's rows that are not
+        all 0) plus (l2/2)‖V‖², the bias unpenalized."""
         logits = Z @ V + a
         ce = jax.nn.logsumexp(logits, axis=1) - jnp.sum(Y * logits, axis=1)
-        return jnp.mean(ce) + l2 / 2 * jnp.sum(V * V)
+        rows = jnp.any(Y != 0, axis=1)
+        mean = jnp.sum(jnp.where(rows, ce, 0)) / jnp.sum(rows).astype(ce.dtype)
+        return mean + l2 / 2 * jnp.sum(V * V)
 
     def step(self, V: Array, a: Array, Z: Array, Y: Array, l2: Array, lr: Array) -> tuple[Array, Array]:
         """One full-batch gradient-descent step, both updates from the same (V, a) (§7.3)."""
@@ -193,14 +212,14 @@ class LinearProbe:
 
     def fit(self, X: Array, labels: Array, n_classes: int, l2: Array, steps: Array, lr: Array) -> tuple[Array, Array]:
         """§7 from the zero start, exactly `steps` steps (a traced count: one compilation serves all)."""
-        Z, mu, sigma = self.standardize(X)
-        Y = jax.nn.one_hot(labels, n_classes, dtype=X.dtype)
+        Z, mu, sigma = self.standardize(X, labels >= 0)
+        Y = jax.nn.one_hot(labels, n_classes, dtype=X.dtype)  # all 0 for a label of -1
         start = (jnp.zeros((X.shape[1], n_classes), X.dtype), jnp.zeros(n_classes, X.dtype))
         V, a = lax.fori_loop(0, steps, lambda _, va: self.step(*va, Z, Y, l2, lr), start)
         return self.fold_back(V, a, mu, sigma)
 
     def correct(self, W: Array, b: Array, X: Array, labels: Array) -> Array:
-        """The number of rows whose argmax of X W + b (the lowest index on ties) is the label (§7.5);
-        the accuracy is this count over the number of rows, divided exactly, not in the features'
-        dtype (a float32 mean of 3 of 13 is not 3/13)."""
+        """The number of rows whose argmax of X W + b (the lowest index on ties) is the label (§7.5;
+        a label of -1 never is); the accuracy is this count over the number of rows, divided
+        exactly, not in the features' dtype (a float32 mean of 3 of 13 is not 3/13)."""
         return jnp.sum(jnp.argmax(X @ W + b, axis=1) == labels)
