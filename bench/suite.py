@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import resource
 import shlex
 import statistics
 import subprocess
@@ -29,6 +30,7 @@ def run_pytest(args: list[str], timeout: float, root: Path = ROOT) -> dict:
         report_path = Path(tmp) / "report.json"
         cmd = [sys.executable, "-m", "pytest", "conformance", "-q", "-p", "no:cacheprovider", *args]
         start = time.perf_counter()
+        cpu_start = _children_cpu()
         try:
             done = subprocess.run(
                 [*cmd, "--report", str(report_path)], cwd=root, capture_output=True, text=True, timeout=timeout
@@ -36,11 +38,19 @@ def run_pytest(args: list[str], timeout: float, root: Path = ROOT) -> dict:
         except subprocess.TimeoutExpired:
             return {"command": _shown(args), "error": f"did not finish within {timeout:g} s"}
         wall = time.perf_counter() - start
+        cpu = _children_cpu() - cpu_start
         if not report_path.is_file():
             tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
             return {"command": _shown(args), "exit_status": done.returncode, "error": " | ".join(tail)}
         report = json.loads(report_path.read_text(encoding="utf-8"))
-    return {"command": _shown(args), "exit_status": done.returncode, "wall_s": wall, **summarize(report)}
+    return {"command": _shown(args), "exit_status": done.returncode, "wall_s": wall, "cpu_s": cpu, **summarize(report)}
+
+
+def _children_cpu() -> float:
+    """User and system CPU seconds of the finished child processes, theirs included (the protocol
+    server is the harness's child): unlike wall time, hardly changed by what else the machine runs."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def summarize(report: dict, top: int = 5) -> dict:
@@ -119,8 +129,10 @@ def _isolation_entry(runs: dict[str, list[dict]]) -> dict:
     if errors:
         return {"error": errors[0]}
     times = {mode: [run["pytest_s"] for run in mode_runs] for mode, mode_runs in runs.items()}
+    cpu = {mode: [run["cpu_s"] for run in mode_runs] for mode, mode_runs in runs.items()}
     return {
-        "pytest_s": times,
+        "cpu_s": cpu,
+        "cpu_ratio_median": statistics.median(cpu["child_process"]) / statistics.median(cpu["in_process"]),
         "median_s": {mode: statistics.median(t) for mode, t in times.items()},
         "ratio_median": statistics.median(times["child_process"]) / statistics.median(times["in_process"]),
         "ratio_min": min(times["child_process"]) / min(times["in_process"]),
