@@ -217,7 +217,7 @@ def mark_not_implemented(item: pytest.Item) -> None:
     wrong = components.unknown(m for marker in item.iter_markers(components.MARKER) for m in marker.args)
     if wrong:
         raise pytest.UsageError(f"{item.nodeid}: names unknown component(s) {wrong} (spec/protocol.json)")
-    case = getattr(item, "callspec", None) and item.callspec.params.get("case")
+    case = getattr(item, "callspec", None) and item.callspec.params.get("case")  # type: ignore[attr-defined]
     if not isinstance(case, Case) or case.impl.unavailable:
         return
     absent = components.missing(components.of_test(item), case.impl.capabilities)
@@ -233,9 +233,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         return
     report = outcome.get_result()
     report.spec_sections = _marker_args(item, "spec") if isinstance(item, pytest.Function) else ()
-    case = getattr(item, "callspec", None) and item.callspec.params.get("case")
+    case = getattr(item, "callspec", None) and item.callspec.params.get("case")  # type: ignore[attr-defined]
     report.case_name = str(case) if isinstance(case, Case) else None
-    report.not_implemented = list(item.stash.get(components.NOT_IMPLEMENTED_KEY, ())) if report.skipped else []
+    report.not_implemented = list(item.stash.get(components.NOT_IMPLEMENTED_KEY, ())) if report.skipped else []  # type: ignore[arg-type]
     if report.failed and hasattr(report.longrepr, "addsection"):
         example = failing_example(call.excinfo.value if call.excinfo else None)
         if example:  # a property test's draws (§14): pytest.fail(pytrace=False) would drop them

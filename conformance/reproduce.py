@@ -15,7 +15,7 @@ def reproduce_commands(item: pytest.Item) -> str:
     """The commands that rerun this one test, one a line: through nox in a checkout, through the
     console command, and with plain pytest from the user's own directory (where nox would not
     install the packages their adapter needs)."""
-    case = getattr(item, "callspec", None) and item.callspec.params.get("case")
+    case = getattr(item, "callspec", None) and item.callspec.params.get("case")  # type: ignore[attr-defined]
     impl = f" --impl {shlex.quote(case.impl.arg)}" if isinstance(case, Case) else ""
     mutant = item.config.getoption("mutant", None)
     impl += f" --mutant {shlex.quote(mutant)}" if mutant else ""

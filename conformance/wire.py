@@ -177,7 +177,7 @@ def _encode_array(value: np.ndarray, out: list) -> None:
     out.append(head.pack(b"a", code_bytes, ndim, *value.shape))
     if as_is and value.flags.c_contiguous:
         if value.size:
-            out.append(memoryview(value).cast("B"))  # the buffer itself: copied once, into the frame
+            out.append(memoryview(value).cast("B"))  # type: ignore[arg-type]  # the buffer itself: copied once, into the frame
         return
     value = np.ascontiguousarray(value, dtype=wanted)  # the byte order of §15.3, C order
     out.append(value.reshape(-1).view(np.uint8))

@@ -7,6 +7,6 @@ from .adapter import JaxAdapter
 from .mutants import MUTANTS
 
 adapter = JaxAdapter()
-adapter.mutants = MUTANTS  # the catalog mutants of §13, declared as §11 allows
+adapter.mutants = MUTANTS  # type: ignore[attr-defined]  # the catalog mutants of §13, declared as §11 allows
 
 __all__ = ["MUTANTS", "JaxAdapter", "adapter"]

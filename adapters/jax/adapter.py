@@ -210,7 +210,8 @@ class JaxAdapter:
             return layers, bilm.output(params, jnp.stack(layers)[top])
 
         def loss(params: dict, ids: jax.Array, lengths: jax.Array, top: jax.Array) -> jax.Array:
-            return bilm.loss_of_logits(*forward(params, ids, lengths, top)[1], ids, lengths)
+            fwd, bwd = forward(params, ids, lengths, top)[1]
+            return bilm.loss_of_logits(fwd, bwd, ids, lengths)
 
         def layers_vjp(params: dict, ids: jax.Array, lengths: jax.Array, g_layers: list) -> dict:
             _, pullback = jax.vjp(lambda p: bilm.layers(p, ids, lengths), params)

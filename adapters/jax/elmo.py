@@ -145,7 +145,10 @@ class BiLM:
 
 def run(params: Params, prefix: str, x: Array) -> Array:
     """The LSTM `prefix` (e.g. `bwd.1`) of §2.1 over x."""
-    return lstm(*(params[f"{prefix}.{part}"] for part in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")), x)
+    weight_ih, weight_hh, bias_ih, bias_hh = (
+        params[f"{prefix}.{part}"] for part in ("weight_ih", "weight_hh", "bias_ih", "bias_hh")
+    )
+    return lstm(weight_ih, weight_hh, bias_ih, bias_hh, x)
 
 
 def mean_cross_entropy(logits: Array, targets: Array, scored: Array) -> Array:
@@ -215,7 +218,7 @@ class LinearProbe:
         Z, mu, sigma = self.standardize(X, labels >= 0)
         Y = jax.nn.one_hot(labels, n_classes, dtype=X.dtype)  # all 0 for a label of -1
         start = (jnp.zeros((X.shape[1], n_classes), X.dtype), jnp.zeros(n_classes, X.dtype))
-        V, a = lax.fori_loop(0, steps, lambda _, va: self.step(*va, Z, Y, l2, lr), start)
+        V, a = lax.fori_loop(0, steps, lambda _, va: self.step(va[0], va[1], Z, Y, l2, lr), start)
         return self.fold_back(V, a, mu, sigma)
 
     def correct(self, W: Array, b: Array, X: Array, labels: Array) -> Array:

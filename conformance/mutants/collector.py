@@ -40,7 +40,7 @@ class Coverage:
             if not isinstance(code, str):
                 key = (code.co_filename, code.co_firstlineno, code.co_name)
                 if key in self.hits:
-                    self.hits[key].add(self._test)
+                    self.hits[key].add(self._test)  # type: ignore[arg-type]  # set by begin()
         self._profile = self._test = None
 
 
@@ -188,7 +188,7 @@ class Collector:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if not is_final(report):
             return
-        outcome = report.outcome
+        outcome: str = report.outcome
         if hasattr(report, "wasxfail"):
             outcome = "xfailed" if report.skipped else "xpassed"
         elif report.failed and report.when != "call":

@@ -43,7 +43,7 @@ def covered_code(factory: object) -> tuple[CodeKey, ...] | None:
     codes = [_code(obj) for obj in replaces]
     if any(code is None for code in codes):
         return None
-    return tuple(code_key(code) for code in codes)
+    return tuple(code_key(code) for code in codes if code is not None)
 
 
 def _title(factory: object) -> str:

@@ -200,7 +200,7 @@ def suite_version() -> str:
     """The suite's version and a hash of its tests, harness and spec files: a cached result is
     valid only for the suite that produced it."""
     parts: list[str | bytes] = [__version__]
-    spec = Path(importlib.import_module("elmo_conformance.spec").__file__).parent
+    spec = Path(str(importlib.import_module("elmo_conformance.spec").__file__)).parent
     for path in sorted([*SUITE.glob("*.py"), *spec.glob("*.json")]):
         parts += [path.name, path.read_bytes()]
     return _digest(*parts)[:16]

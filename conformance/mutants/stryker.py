@@ -14,6 +14,7 @@ import platform
 import sys
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from elmo_conformance import __version__
 from elmo_conformance.resources import project_root, spec_version
@@ -64,7 +65,7 @@ def mutant_result(v: Verdict, line: int | None = None) -> dict:
     assert info is not None
     start, end, end_column = (line, line, 2) if line is not None else (info.start_line, info.end_line, info.end_column)
     generated = info.replacement is not None  # a generated mutant (§13.2): one change in the user's source
-    result = {
+    result: dict[str, Any] = {
         "id": v.mutant if generated else f"{v.adapter}:{v.mutant}",
         "mutatorName": (info.rule or "universalmutator") if generated else v.mutant,
         "description": v.title if generated else ("" if v.catalog else "(extra) ") + v.title,
@@ -114,7 +115,7 @@ def _listing(impl: str, sourceless: list[Verdict]) -> tuple[str, dict]:
     """A file entry for mutants with no source to point at (those a process declares, §15.4): a
     listing of their ids and titles, each mutant on its own line."""
     lines = [f"# mutants declared by --impl {impl}"] + [f"{v.mutant}: {v.title}" for v in sourceless]
-    entry = {"language": "text", "source": "\n".join(lines) + "\n", "mutants": []}
+    entry: dict[str, Any] = {"language": "text", "source": "\n".join(lines) + "\n", "mutants": []}
     entry["mutants"] = [mutant_result(v, line=i + 2) for i, v in enumerate(sourceless)]
     return f"{impl} (declared mutants)", entry
 

@@ -232,6 +232,7 @@ def serve(conn: Connection, log_path: str) -> None:
         if job is None:
             return
         try:
+            result: Baseline | MutantRun
             if isinstance(job, BaselineJob):
                 result = run_baseline(job, conn.send)
             elif isinstance(job, GeneratedJob):
