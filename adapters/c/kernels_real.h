@@ -168,12 +168,49 @@ real KERNEL(sum_pairwise)(size_t n, const real *x)
     return KERNEL(sum_pairwise)(half, x) + KERNEL(sum_pairwise)(n - half, x + half);
 }
 
+/* --- exp ------------------------------------------------------------------------------------- */
+
+/* exp(x) for x <= 0 (a logit less its row's maximum; -|x| in σ), in a form the compiler can vectorize, as
+ * NumPy's exp is: x = n ln 2 + r with n an integer and |r| <= ln 2 / 2 (ln 2 in two parts, so that
+ * r is exact), exp(r) by its Taylor series to EXP_DEGREE (a truncation error below half a unit in
+ * the last place), times 2^n made from its bits. Within two units in the last place of exp(x). A
+ * NaN stays NaN; below EXP_LOWEST, where 2^n would not be a normal number, the result is 0, which
+ * is less than the smallest normal number away from exp(x). */
+static inline real KERNEL(exp_nonpositive)(real x)
+{
+    static const real inverse_factorial[] = {
+        1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320, 1.0 / 362880,
+        1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600, 1.0 / 6227020800.0, 1.0 / 87178291200.0,
+    };
+    const real shifter = (real)1.5 * (real)((EXP_BITS)1 << EXP_MANTISSA_BITS); /* adding it rounds to an integer */
+    real clamped = x < (real)EXP_LOWEST ? (real)EXP_LOWEST : x;
+    real shifted = clamped * (real)1.44269504088896340736 + shifter; /* x / ln 2, rounded, in the low bits */
+    real n = shifted - shifter;
+    real r = (clamped - n * (real)EXP_LN2_HI) - n * (real)EXP_LN2_LO;
+    real p = inverse_factorial[EXP_DEGREE];
+    UNROLLED
+    for (int k = EXP_DEGREE - 1; k >= 0; k--) {
+        p = p * r + inverse_factorial[k];
+    }
+    EXP_BITS n_bits, shifter_bits, scale_bits;
+    memcpy(&n_bits, &shifted, sizeof n_bits);
+    memcpy(&shifter_bits, &shifter, sizeof shifter_bits);
+    scale_bits = (n_bits - shifter_bits + EXP_BIAS) << EXP_MANTISSA_BITS; /* 2^n */
+    real scale;
+    memcpy(&scale, &scale_bits, sizeof scale);
+    real result = p * scale;
+    return x < (real)EXP_LOWEST ? 0 : result;
+}
+
 /* --- §2.2-§2.3 one LSTM, and its backward pass (§6) ------------------------------------------- */
 
-/* σ(x) = 1 / (1 + exp(-x)), the logistic function of §2.2. */
-static real KERNEL(sigmoid)(real x)
+/* σ(x) = 1 / (1 + exp(-x)), the logistic function of §2.2, through e = exp(-|x|) <= 1, so that
+ * it vectorizes: 1 / (1 + e) for x >= 0, and the same function written e / (1 + e) below. */
+static inline real KERNEL(sigmoid)(real x)
 {
-    return (real)1 / ((real)1 + exp(-x));
+    real e = KERNEL(exp_nonpositive)(-fabs(x));
+    real up = (real)1 / ((real)1 + e), down = e / ((real)1 + e);
+    return x >= 0 ? up : down;
 }
 
 /* The rows of a run that have a step t (t < steps[b]), in row order; returns how many. */
@@ -188,7 +225,7 @@ static size_t KERNEL(rows_at)(size_t B, const size_t *steps, size_t t, size_t *r
     return n;
 }
 
-void KERNEL(lstm_forward)(Arena *arena, size_t B, size_t T, size_t d_in, size_t d, const size_t *steps, const real *u,
+WIDE_VECTORS void KERNEL(lstm_forward)(Arena *arena, size_t B, size_t T, size_t d_in, size_t d, const size_t *steps, const real *u,
                           const real *weight_ih_t, const real *weight_hh_t, const real *bias_ih, const real *bias_hh,
                           real *h, real *c, real *tanh_c, real *gates)
 {
@@ -225,8 +262,16 @@ void KERNEL(lstm_forward)(Arena *arena, size_t B, size_t T, size_t d_in, size_t 
             /* z_t = (weight_ih · u_t + bias_ih + bias_hh) + weight_hh · h_{t-1} */
             real *gate = gates + bt * d4;
             for (size_t r = 0; r < d4; r++) {
-                real z = gate[r] + z_recurrent[a * d4 + r];
-                gate[r] = r / d == 2 ? tanh(z) : KERNEL(sigmoid)(z); /* i, f, o: σ; g: tanh */
+                gate[r] += z_recurrent[a * d4 + r];
+            }
+            for (size_t r = 0; r < 2 * d; r++) { /* i, f: σ */
+                gate[r] = KERNEL(sigmoid)(gate[r]);
+            }
+            for (size_t r = 2 * d; r < 3 * d; r++) { /* g: tanh */
+                gate[r] = tanh(gate[r]);
+            }
+            for (size_t r = 3 * d; r < d4; r++) { /* o: σ */
+                gate[r] = KERNEL(sigmoid)(gate[r]);
             }
             const real *i = gate, *f = gate + d, *g = gate + 2 * d, *o = gate + 3 * d;
             const real *c_prev = t > 0 ? c + (bt - 1) * d : zeros;
@@ -315,37 +360,6 @@ void KERNEL(lstm_backward)(Arena *arena, size_t B, size_t T, size_t d_in, size_t
 
 /* --- §4.2 one direction's loss, and its gradient (§6.1) --------------------------------------- */
 
-/* exp(x) for x <= 0 (a logit less the row's maximum), in a form the compiler can vectorize, as
- * NumPy's exp is: x = n ln 2 + r with n an integer and |r| <= ln 2 / 2 (ln 2 in two parts, so that
- * r is exact), exp(r) by its Taylor series to EXP_DEGREE (a truncation error below half a unit in
- * the last place), times 2^n made from its bits. Within two units in the last place of exp(x). A
- * NaN stays NaN; below EXP_LOWEST, where 2^n would not be a normal number, the result is 0, which
- * is less than the smallest normal number away from exp(x). */
-static inline real KERNEL(exp_nonpositive)(real x)
-{
-    static const real inverse_factorial[] = {
-        1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320, 1.0 / 362880,
-        1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600, 1.0 / 6227020800.0, 1.0 / 87178291200.0,
-    };
-    const real shifter = (real)1.5 * (real)((EXP_BITS)1 << EXP_MANTISSA_BITS); /* adding it rounds to an integer */
-    real clamped = x < (real)EXP_LOWEST ? (real)EXP_LOWEST : x;
-    real shifted = clamped * (real)1.44269504088896340736 + shifter; /* x / ln 2, rounded, in the low bits */
-    real n = shifted - shifter;
-    real r = (clamped - n * (real)EXP_LN2_HI) - n * (real)EXP_LN2_LO;
-    real p = inverse_factorial[EXP_DEGREE];
-    UNROLLED
-    for (int k = EXP_DEGREE - 1; k >= 0; k--) {
-        p = p * r + inverse_factorial[k];
-    }
-    EXP_BITS n_bits, shifter_bits, scale_bits;
-    memcpy(&n_bits, &shifted, sizeof n_bits);
-    memcpy(&shifter_bits, &shifter, sizeof shifter_bits);
-    scale_bits = (n_bits - shifter_bits + EXP_BIAS) << EXP_MANTISSA_BITS; /* 2^n */
-    real scale;
-    memcpy(&scale, &scale_bits, sizeof scale);
-    real result = p * scale;
-    return x < (real)EXP_LOWEST ? 0 : result;
-}
 
 /* The largest of x[0..n-1] (n >= 1), by 16 running maxima that the compiler can keep in vectors:
  * the same value as one running maximum unless x holds a NaN (which makes the loss NaN anyway). */
