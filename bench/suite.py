@@ -131,6 +131,7 @@ def _isolation_entry(runs: dict[str, list[dict]]) -> dict:
     times = {mode: [run["pytest_s"] for run in mode_runs] for mode, mode_runs in runs.items()}
     cpu = {mode: [run["cpu_s"] for run in mode_runs] for mode, mode_runs in runs.items()}
     return {
+        "pytest_s": times,
         "cpu_s": cpu,
         "cpu_ratio_median": statistics.median(cpu["child_process"]) / statistics.median(cpu["in_process"]),
         "median_s": {mode: statistics.median(t) for mode, t in times.items()},

@@ -213,6 +213,141 @@ _N, _T, _F, _I, _D, _S, _L, _M, _A = b"ntfidslma"
 _CHECK_EVERY = 4096  # values between two looks at the clock
 
 
+class _Decoder:
+    """One body's values. `left` counts the values that may still be built; `sources` (when
+    kept) maps id(array) to the read-only bytes it was copied from, for the purity check."""
+
+    __slots__ = ("buf", "end", "left", "deadline", "next_check", "sources", "max_values")
+
+    def __init__(self, body: bytes | bytearray | memoryview, max_values: int, deadline: float | None, keep: bool):
+        self.buf = body if isinstance(body, memoryview) else memoryview(body)
+        if self.buf.format != "B" or self.buf.ndim != 1:
+            self.buf = self.buf.cast("B")
+        self.end = len(self.buf)
+        self.max_values = max_values
+        self.left = max_values
+        self.deadline = deadline
+        self.next_check = _CHECK_EVERY
+        self.sources: dict[int, np.ndarray] | None = {} if keep else None
+
+    def short(self, pos: int, n: int, what: str) -> WireError:
+        return WireError(f"the body ends inside {what} (byte {pos} of {self.end}, {n} more bytes needed)")
+
+    def count(self, n: int = 1) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise WireError(f"the body holds more than {self.max_values} values, more than any answer can (§15.7)")
+        if self.deadline is not None and self.max_values - self.left >= self.next_check:
+            self.next_check += _CHECK_EVERY
+            if time.monotonic() > self.deadline:
+                raise WireTimeout("decoding the answer passed the call's deadline")
+
+    def text(self, pos: int, what: str) -> tuple[str, int]:
+        if pos + 4 > self.end:
+            raise self.short(pos, 4, what)
+        n = _U32.unpack_from(self.buf, pos)[0]
+        pos += 4
+        if pos + n > self.end:
+            raise self.short(pos, n, what)
+        try:
+            return str(self.buf[pos : pos + n], "utf-8"), pos + n
+        except UnicodeDecodeError as exc:
+            raise WireError(f"{what} at byte {pos} is not UTF-8: {exc.reason}") from None
+
+    def value(self, pos: int, depth: int) -> tuple[Any, int]:
+        if pos >= self.end:
+            raise self.short(pos, 1, "a tag")
+        self.count()
+        tag = self.buf[pos]
+        pos += 1
+        if tag == _A:
+            return self.array(pos)
+        if tag == _M:
+            if depth >= 64:
+                raise WireError("values are nested more than 64 deep")
+            if pos + 4 > self.end:
+                raise self.short(pos, 4, "a map's length")
+            n = _U32.unpack_from(self.buf, pos)[0]
+            pos += 4
+            if n * 5 > self.end - pos:  # a key's length and a tag at least
+                raise WireError(f"a map at byte {pos - 5} declares {n} entries, more than its body holds")
+            result: dict[str, Any] = {}
+            for _ in range(n):
+                key, pos = self.text(pos, "a map key")
+                if key in result:
+                    raise WireError(f"the map key {key!r} appears twice")
+                result[key], pos = self.value(pos, depth + 1)
+            return result, pos
+        if tag == _S:
+            return self.text(pos, "a string")
+        if tag == _D:
+            if pos + 8 > self.end:
+                raise self.short(pos, 8, "a float")
+            return _F64.unpack_from(self.buf, pos)[0], pos + 8
+        if tag == _L:
+            if depth >= 64:
+                raise WireError("values are nested more than 64 deep")
+            if pos + 4 > self.end:
+                raise self.short(pos, 4, "a list's length")
+            n = _U32.unpack_from(self.buf, pos)[0]
+            pos += 4
+            if n > self.end - pos:  # a tag at least per item
+                raise WireError(f"a list at byte {pos - 5} declares {n} items, more than its body holds")
+            self.count(n)  # refused before anything is built when there are too many
+            self.left += n
+            items = []
+            for _ in range(n):
+                item, pos = self.value(pos, depth + 1)
+                items.append(item)
+            return items, pos
+        if tag == _N:
+            return None, pos
+        if tag == _I:
+            if pos + 8 > self.end:
+                raise self.short(pos, 8, "an integer")
+            return _I64.unpack_from(self.buf, pos)[0], pos + 8
+        if tag == _T:
+            return True, pos
+        if tag == _F:
+            return False, pos
+        raise WireError(f"unknown tag {bytes([tag])!r} at byte {pos - 1} (expected one of n t f i d s l m a)")
+
+    def array(self, pos: int) -> tuple[np.ndarray, int]:
+        where = pos - 1
+        if pos + 3 > self.end:
+            raise self.short(pos, 3, "an array's dtype and number of dimensions")
+        code = bytes(self.buf[pos : pos + 2])
+        found = _BY_CODE.get(code)
+        if found is None:
+            shown = code.decode("ascii", "replace")
+            raise WireError(f"unknown array dtype {shown!r} at byte {where} (expected one of {', '.join(DTYPES)})")
+        dtype, native = found
+        ndim = self.buf[pos + 2]
+        pos += 3
+        if pos + 8 * ndim > self.end:
+            raise self.short(pos, 8 * ndim, "an array's shape")
+        shape = _shape_struct(ndim).unpack_from(self.buf, pos) if ndim else ()
+        pos += 8 * ndim
+        if ndim > MAX_DIMS:
+            raise WireError(f"an array at byte {where} has {ndim} dimensions; at most {MAX_DIMS} can be decoded")
+        count = 1
+        for n in shape:
+            count *= n
+        size = count * dtype.itemsize
+        if size > self.end - pos:
+            raise self.short(pos, size, f"the data of a {code.decode()} array of shape {list(shape)}")
+        try:
+            raw = np.ndarray(shape, dtype, self.buf, pos)
+        except (ValueError, OverflowError, TypeError) as exc:  # a shape NumPy cannot hold, such as [0, 2**63]
+            raise WireError(f"an array at byte {where} of shape {list(shape)} cannot be decoded: {exc}") from None
+        if code == b"b1" and count and np.frombuffer(self.buf, np.uint8, count, pos).max() > 1:
+            raise WireError(f"a b1 array at byte {where} holds bytes other than 0 and 1")
+        array = raw.copy() if _NATIVE or native is dtype else raw.astype(native)
+        if self.sources is not None and (_NATIVE or native is dtype):
+            self.sources[id(array)] = raw
+        return array, pos + size
+
+
 def decode(
     body: bytes | bytearray | memoryview,
     max_values: int = 1 << 62,
@@ -223,139 +358,28 @@ def decode(
     values are built, and WireTimeout is raised once `deadline` (time.monotonic) has passed. When
     `sources` is given it receives, for each decoded array, a read-only view of the bytes it was
     copied from, keyed by the array's id (the protocol server's purity check, §1.4)."""
-    buf = body if isinstance(body, memoryview) else memoryview(body)
-    if buf.format != "B" or buf.ndim != 1:
-        buf = buf.cast("B")
-    end = len(buf)
-    left = [max_values, _CHECK_EVERY]  # values that may still be built; values until the next look at the clock
-    u32 = _U32.unpack_from
-
-    def short(pos: int, n: int, what: str) -> WireError:
-        return WireError(f"the body ends inside {what} (byte {pos} of {end}, {n} more bytes needed)")
-
-    def count(n: int) -> None:
-        left[0] -= n
-        if left[0] < 0:
-            raise WireError(f"the body holds more than {max_values} values, more than any answer can (§15.7)")
-        left[1] -= n
-        if left[1] <= 0 and deadline is not None:
-            left[1] = _CHECK_EVERY
-            if time.monotonic() > deadline:
-                raise WireTimeout("decoding the answer passed the call's deadline")
-
-    def text(pos: int, what: str) -> tuple[str, int]:
-        if pos + 4 > end:
-            raise short(pos, 4, what)
-        n = u32(buf, pos)[0]
-        pos += 4
-        if pos + n > end:
-            raise short(pos, n, what)
-        try:
-            return str(buf[pos : pos + n], "utf-8"), pos + n
-        except UnicodeDecodeError as exc:
-            raise WireError(f"{what} at byte {pos} is not UTF-8: {exc.reason}") from None
-
-    def array(pos: int) -> tuple[np.ndarray, int]:
-        where = pos - 1
-        if pos + 3 > end:
-            raise short(pos, 3, "an array's dtype and number of dimensions")
-        code = bytes(buf[pos : pos + 2])
-        found = _BY_CODE.get(code)
-        if found is None:
-            shown = code.decode("ascii", "replace")
-            raise WireError(f"unknown array dtype {shown!r} at byte {where} (expected one of {', '.join(DTYPES)})")
-        dtype, native = found
-        ndim = buf[pos + 2]
-        pos += 3
-        if pos + 8 * ndim > end:
-            raise short(pos, 8 * ndim, "an array's shape")
-        shape = struct.unpack_from(f"<{ndim}Q", buf, pos) if ndim else ()
-        pos += 8 * ndim
-        if ndim > MAX_DIMS:
-            raise WireError(f"an array at byte {where} has {ndim} dimensions; at most {MAX_DIMS} can be decoded")
-        size = dtype.itemsize
-        for n in shape:
-            size *= n
-        if size > end - pos:
-            raise short(pos, size, f"the data of a {code.decode()} array of shape {list(shape)}")
-        try:
-            raw = np.ndarray(shape, dtype, buf, pos)
-        except (ValueError, OverflowError, TypeError) as exc:  # a shape NumPy cannot hold, such as [0, 2**63]
-            raise WireError(f"an array at byte {where} of shape {list(shape)} cannot be decoded: {exc}") from None
-        if code == b"b1" and size and np.frombuffer(buf, np.uint8, size, pos).max() > 1:
-            raise WireError(f"a b1 array at byte {where} holds bytes other than 0 and 1")
-        result = raw.copy() if _NATIVE or native is dtype else raw.astype(native)
-        if sources is not None and result.dtype == raw.dtype:
-            sources[id(result)] = raw
-        return result, pos + size
-
-    def value(pos: int, depth: int) -> tuple[Any, int]:
-        if pos >= end:
-            raise short(pos, 1, "a tag")
-        count(1)
-        tag = buf[pos]
-        pos += 1
-        if tag == _A:
-            return array(pos)
-        if tag == _M:
-            if depth >= 64:
-                raise WireError("values are nested more than 64 deep")
-            if pos + 4 > end:
-                raise short(pos, 4, "a map's length")
-            n = u32(buf, pos)[0]
-            pos += 4
-            if n * 5 > end - pos:  # a key's length and a tag at least
-                raise WireError(f"a map at byte {pos - 5} declares {n} entries, more than its body holds")
-            result: dict[str, Any] = {}
-            for _ in range(n):
-                key, pos = text(pos, "a map key")
-                if key in result:
-                    raise WireError(f"the map key {key!r} appears twice")
-                result[key], pos = value(pos, depth + 1)
-            return result, pos
-        if tag == _S:
-            return text(pos, "a string")
-        if tag == _D:
-            if pos + 8 > end:
-                raise short(pos, 8, "a float")
-            return _F64.unpack_from(buf, pos)[0], pos + 8
-        if tag == _L:
-            if depth >= 64:
-                raise WireError("values are nested more than 64 deep")
-            if pos + 4 > end:
-                raise short(pos, 4, "a list's length")
-            n = u32(buf, pos)[0]
-            pos += 4
-            if n > end - pos:  # a tag at least per item
-                raise WireError(f"a list at byte {pos - 5} declares {n} items, more than its body holds")
-            if n > left[0]:
-                count(n)  # refused before anything is built
-            items = []
-            for _ in range(n):
-                item, pos = value(pos, depth + 1)
-                items.append(item)
-            return items, pos
-        if tag == _N:
-            return None, pos
-        if tag == _I:
-            if pos + 8 > end:
-                raise short(pos, 8, "an integer")
-            return _I64.unpack_from(buf, pos)[0], pos + 8
-        if tag == _T:
-            return True, pos
-        if tag == _F:
-            return False, pos
-        raise WireError(f"unknown tag {bytes([tag])!r} at byte {pos - 1} (expected one of n t f i d s l m a)")
-
+    decoder = _Decoder(body, max_values, deadline, sources is not None)
     try:
-        result, pos = value(0, 0)
+        value, pos = decoder.value(0, 0)
     except WireError:
         raise
     except Exception as exc:  # whatever else fails, the answer does not decode (§15.7)
         raise WireError(f"the body cannot be decoded: {type(exc).__name__}: {exc}") from None
-    if pos != end:
-        raise WireError(f"{end - pos} bytes follow the value in the body")
-    return result
+    if pos != decoder.end:
+        raise WireError(f"{decoder.end - pos} bytes follow the value in the body")
+    if sources is not None and decoder.sources:
+        sources.update(decoder.sources)
+    return value
+
+
+_SHAPES: dict[int, struct.Struct] = {}
+
+
+def _shape_struct(ndim: int) -> struct.Struct:
+    found = _SHAPES.get(ndim)
+    if found is None:
+        found = _SHAPES[ndim] = struct.Struct(f"<{ndim}Q")
+    return found
 
 
 def read_frame(stream: BinaryIO, sources: dict[int, np.ndarray] | None = None) -> dict[str, Any] | None:
