@@ -143,7 +143,7 @@ class Recorder:
                 session.exitstatus = report["exit_status"]
         if path:
             try:
-                self.written.append(str(document.write(report, path)))
+                self.written.insert(0, str(document.write(report, path)))  # the JSON first, then its pages
             except OSError as exc:
                 self.page_error = f"--report {path}: cannot be written: {exc.strerror or exc}"
                 session.exitstatus = max(int(exitstatus), int(pytest.ExitCode.INTERNAL_ERROR))

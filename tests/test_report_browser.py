@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import elmo_conformance
 from elmo_conformance.conformance.report import document
 from elmo_conformance.conformance.report.browser import BrowserUnavailable, Chromium, find_chromium
 
@@ -23,8 +24,9 @@ FAIL_BG, PASS_BG = (0xFF, 0xEB, 0xE9), (0xDA, 0xFB, 0xE1)  # report.css: --fail-
 
 
 def suite(report: Path, *args: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "pytest", "conformance", "--report", str(report), "-p", "no:cacheprovider", *args]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    """The suite with ARGS through the one entry point, writing `report` and its page."""
+    done = elmo_conformance.run((), ["-p", "no:cacheprovider", *args], report=report, capture=True, deadline_s=900)
+    return subprocess.CompletedProcess(done.command, done.exit_status, done.output or "", "")
 
 
 def browser() -> Chromium:
