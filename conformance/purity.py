@@ -22,13 +22,14 @@ def snapshot(value: Any, sources: Mapping[int, np.ndarray] | None = None) -> Any
     """A deep copy of the containers and arrays of `value`; other objects are kept as they are.
     An array found in `sources` (by id, as wire.decode gives them) is not copied: its source, the
     bytes it was decoded from, stands for it."""
-    if isinstance(value, np.ndarray):
+    kind = type(value)
+    if kind is np.ndarray or isinstance(value, np.ndarray):
         if sources is not None:
             source = sources.get(id(value))
-            if source is not None and source.shape == value.shape and source.dtype == value.dtype:
+            if source is not None:  # wire.decode keeps only sources of the array's dtype and shape
                 return source
         return value.copy()
-    if isinstance(value, Mapping):
+    if kind is dict or (kind is not list and kind is not tuple and isinstance(value, Mapping)):
         return {key: snapshot(item, sources) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [snapshot(item, sources) for item in value]
@@ -49,7 +50,9 @@ def _same_bits(old: np.ndarray, new: np.ndarray) -> bool:
 
 
 def _same_array(old: np.ndarray, new: Any) -> bool:
-    if not isinstance(new, np.ndarray) or new.shape != old.shape or new.dtype != old.dtype:
+    if (type(new) is not np.ndarray and not isinstance(new, np.ndarray)) or new.shape != old.shape:
+        return False
+    if new.dtype != old.dtype:
         return False
     if new is old or _same_bits(old, new):
         return True
@@ -58,7 +61,7 @@ def _same_array(old: np.ndarray, new: Any) -> bool:
 
 def first_change(before: Any, after: Any, path: str) -> str | None:
     """The path of the first thing that differs between a snapshot and the value now, or None."""
-    if isinstance(before, np.ndarray):
+    if type(before) is np.ndarray or isinstance(before, np.ndarray):
         return None if _same_array(before, after) else path
     if isinstance(before, dict):
         if not isinstance(after, Mapping):
