@@ -82,12 +82,18 @@ def test_regenerate_refuses_drift_beyond_tolerance_unless_accepted(
 
 
 def test_regenerate_overwrites_drift_within_tolerance_without_asking(tmp_path: Path) -> None:
-    copy = copy_fixtures(tmp_path)
+    """§12.5: a drift within tolerance is overwritten with what the generator makes on this machine
+    (the same as a regeneration of an untouched copy; not necessarily the committed bits, which
+    another machine's float64 kernels made)."""
+    copy = copy_fixtures(tmp_path / "drifted")
     scale_array(copy, "probe_separable.npz", "W", 1 + tolerance("probe_weights")[0] / 4)
+    drifted = load_npz(copy / "probe_separable.npz")["W"]
     assert fixtures_main(["--regenerate", "--only", "probe", "--fixtures-dir", str(copy)]) == 0
-    assert np.array_equal(
-        load_npz(copy / "probe_separable.npz")["W"], load_npz(FIXTURES_DIR / "probe_separable.npz")["W"]
-    )
+    pristine = copy_fixtures(tmp_path / "pristine")
+    assert fixtures_main(["--regenerate", "--only", "probe", "--fixtures-dir", str(pristine)]) == 0
+    regenerated = load_npz(copy / "probe_separable.npz")["W"]
+    assert np.array_equal(regenerated, load_npz(pristine / "probe_separable.npz")["W"])
+    assert not np.array_equal(regenerated, drifted), "the drifted values were kept"
 
 
 def test_validation_compares_with_tolerance_and_reports_every_value(
