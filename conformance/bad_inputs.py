@@ -141,6 +141,15 @@ def non_finite_features(x: Inputs, value: float, dt: np.dtype) -> Inputs:
     return replace(x, features=np.where(np.eye(*x.features.shape) > 0, value, x.features).astype(dt))
 
 
+def with_layer(x: Inputs, k: int, value: object) -> Inputs:
+    return replace(x, layers=[value if j == k else layer for j, layer in enumerate(x.layers)])
+
+
+def with_s_value(x: Inputs, value: float, dt: np.dtype) -> Inputs:
+    """s with its middle entry replaced by `value` (not the first: a check of s[0] alone misses it)."""
+    return replace(x, s=np.where(np.arange(len(x.s)) == 1, value, x.s).astype(dt))
+
+
 def other_float(dtype: np.dtype) -> type:
     return np.float32 if dtype == np.float64 else np.float64
 
@@ -257,6 +266,22 @@ BAD = [
         "layers of different shapes",
         lambda x, dt: replace(x, layers=[*x.layers[:2], x.layers[2][:, :2]]),
     ),
+    # A layer larger than layer 0, and one with an extra axis: a check that compares the shapes by
+    # order (`<`) or by size alone instead of for equality passes these.
+    Bad(
+        "V12",
+        MIX,
+        "layers",
+        "a layer larger than layer 0",
+        lambda x, dt: with_layer(x, 1, np.concatenate([x.layers[1], x.layers[1][:, :1]], axis=1)),
+    ),
+    Bad(
+        "V12",
+        MIX,
+        "layers",
+        "a layer with an extra axis",
+        lambda x, dt: with_layer(x, 2, x.layers[2][..., None]),
+    ),
     Bad(
         "V12",
         MIX,
@@ -275,6 +300,10 @@ BAD = [
     Bad("V13", MIX, "s", "len(s) = number of layers - 1", lambda x, dt: replace(x, s=np.zeros(len(x.layers) - 1, dt))),
     Bad("V13", MIX, "s", "2-D s", lambda x, dt: replace(x, s=x.s[:, None])),
     Bad("V13", MIX, "s", "integer s", lambda x, dt: replace(x, s=np.zeros(len(x.s), np.int64))),
+    # Non-finite s of the right length and dtype, so that only the finiteness check can refuse them.
+    Bad("V13", MIX, "s", "s with a NaN", lambda x, dt: with_s_value(x, np.nan, dt)),
+    Bad("V13", MIX, "s", "s with +infinity", lambda x, dt: with_s_value(x, np.inf, dt)),
+    Bad("V13", MIX, "s", "s with -infinity", lambda x, dt: with_s_value(x, -np.inf, dt)),
     Bad("V14", MIX, "gamma", "gamma of shape [2]", lambda x, dt: replace(x, gamma=np.ones(2, dt))),
     Bad("V14", MIX, "gamma", "a NaN gamma", lambda x, dt: replace(x, gamma=np.full(1, np.nan, dt))),
     Bad("V14", MIX, "gamma", "gamma as a Python float", lambda x, dt: replace(x, gamma=1.0)),

@@ -107,13 +107,18 @@ def test_scalar_mix_starts_uniform_and_trains(case: Case) -> None:
 
 @pytest.mark.spec("5.4")
 def test_scalar_mix_is_stable_for_large_s(case: Case) -> None:
-    """A shifted softmax keeps the weights finite for any finite s."""
-    layers = case.cast([np.full(3, 2.0), np.full(3, -1.0), np.full(3, 5.0)])
+    """A shifted softmax keeps the weights finite for any finite s. The maximum is put first, last
+    and in the middle, so that a shift by any one fixed entry (s[0], say) instead of max(s) leaves
+    an exp(1000) or exp(2000) that overflows for one of them."""
+    values = (2.0, -1.0, 5.0)
+    layers = case.cast([np.full(3, value) for value in values])
     gamma = case.cast(np.array([1.5]))
-    out = case.scalar_mix(case.cast(np.array([1000.0, 0.0, -1000.0])), gamma, layers)
-    assert_close(out, 1.5 * np.full(3, 2.0), case.tol("mix"), "mix at s = (1000, 0, -1000)", ("5.4",))
+    for s, largest in (((1000.0, 0.0, -1000.0), 0), ((-1000.0, 0.0, 1000.0), 2), ((0.0, 1000.0, -1000.0), 1)):
+        out = case.scalar_mix(case.cast(np.array(s)), gamma, layers)
+        what = f"mix at s = {tuple(int(x) for x in s)} (w = the one-hot of layer {largest})"
+        assert_close(out, 1.5 * np.full(3, values[largest]), case.tol("mix"), what, ("5.4",))
     out = case.scalar_mix(case.cast(np.array([-1000.0, -1000.0, -1000.0])), gamma, layers)
-    assert_close(out, 1.5 * np.full(3, 2.0), case.tol("mix"), "mix at s = (-1000, -1000, -1000)", ("5.4",))
+    assert_close(out, 1.5 * np.mean(values) * np.ones(3), case.tol("mix"), "mix at s = (-1000, -1000, -1000)", ("5.4",))
 
 
 @pytest.mark.spec("5.2", "6.3")

@@ -149,6 +149,8 @@ def check_mix(s: Any, gamma: Any, layers: Any) -> None:
         )
     if not _is_float_array(s) or s.shape != (len(layers),):
         _fail("s", f"a 1-D float array of length {len(layers)}, one per layer", s, "V13")
+    if not np.isfinite(s).all():
+        raise ValueError("s: expected finite values, got NaN or infinity (spec §8 V13)")
     if not _is_float_array(gamma) or gamma.shape != (1,) or not np.isfinite(gamma).all():
         _fail("gamma", "a finite float array of shape [1]", gamma, "V14")
 

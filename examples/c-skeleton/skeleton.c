@@ -190,6 +190,8 @@ static const char *check_mix(const Value *s, const Value *gamma, const Value *la
     }
     if (!is_f8_array(s) || s->ndim != 1 || s->shape[0] != layers->length)
         return "s: expected a 1-D float64 array with one weight per layer";
+    for (uint32_t k = 0; k < layers->length; k++)
+        if (!isfinite(element(s, k))) return "s: expected finite values";
     if (!is_f8_array(gamma) || gamma->ndim != 1 || gamma->shape[0] != 1 || !isfinite(element(gamma, 0)))
         return "gamma: expected a finite float64 array of shape [1]";
     return NULL;
