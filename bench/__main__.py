@@ -21,11 +21,12 @@ import numpy as np
 from elmo_conformance.conformance.loading import AdapterLoadError, available_builtins, load_adapter
 
 from . import batch, bilm, mutants, probe, scaling, suite, wire
+from . import mutate as generated
 from .peak import matmul_peak
 from .report import table
 from .threads import limit_threads, thread_report
 
-PARTS = ("suite", "bilm", "probe", "scaling", "wire", "batch")
+PARTS = ("suite", "bilm", "probe", "scaling", "wire", "batch", "mutate")
 DTYPES = ("float64", "float32")
 LOSS_RTOL = {"float64": 1e-9, "float32": 1e-4}  # the same loss up to each dtype's rounding
 
@@ -156,8 +157,13 @@ def main(argv: list[str] | None = None) -> int:
         n = 3 if args.smoke else args.batch_submissions
         log(f"a batch of {n} submissions: single runs, embedded, a dask cluster ({args.batch_workers} workers)")
         result["batch"] = batch.compare(n, args.batch_workers, timeout=args.suite_timeout)
+    if "mutate" in args.parts:
+        log("generated mutants of c: elmo-conformance mutate --impl c --max-mutants 300 --seed 1 --workers 2")
+        result["mutate"] = {"pending": "not run with --smoke"} if args.smoke else generated.run()
     result["environment"]["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    text = "\n".join([table(result), *batch.rows(result.get("batch") or {})])
+    text = "\n".join(
+        [table(result), *batch.rows(result.get("batch") or {}), *generated.rows(result.get("mutate") or {})]
+    )
     for path, content in ((args.out, json.dumps(result, indent=1) + "\n"), (args.table, text + "\n")):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(content, encoding="utf-8")
