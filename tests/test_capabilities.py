@@ -6,7 +6,6 @@ import importlib.util
 import textwrap
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from elmo_conformance.conformance import tolerances
@@ -175,13 +174,8 @@ def test_tolerances_depend_on_dtype_and_device(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_the_tolerance_file_matches_its_schema_and_covers_every_quantity() -> None:
+    """§10: every quantity of every dtype has a tolerance (the 3x rule against the recorded
+    measurements is tests/test_tolerance_rule.py's)."""
     data = tolerances.table()  # validates against spec/schemas/tolerances.schema.json
     assert set(data["dtypes"]["float64"]) == set(tolerances.QUANTITIES)
     assert set(data["dtypes"]["float32"]) == set(tolerances.QUANTITIES) - {"finite_difference"}
-    for dtype, quantities in data["dtypes"].items():
-        margin = data["method"]["margin"][dtype]
-        eps = float(np.finfo(dtype).eps)
-        for quantity, value in quantities.items():
-            measured = value["measured"]
-            assert value["atol"] >= margin * max(measured["max_abs_error"], eps), (dtype, quantity)
-            assert value["rtol"] >= margin * max(measured["max_rel_error"], eps), (dtype, quantity)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import importlib
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+import elmo_conformance
 import elmo_conformance.reference.bilm  # noqa: F401  (reference.bilm below)
 from elmo_conformance import reference
 from elmo_conformance.conformance.loading import AdapterLoadError, LoadedAdapter, load_adapter, load_mutant
@@ -134,8 +134,10 @@ def test_the_precheck_sees_a_mutant_broken_in_float32_only() -> None:
 
 
 def _pytest(*args: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "pytest", "conformance", "-p", "no:cacheprovider", *args]
-    return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    """The suite with ARGS through the one entry point, as a finished process would look (its
+    stdout and stderr together in stdout)."""
+    done = elmo_conformance.run((), ["-p", "no:cacheprovider", *args], capture=True, deadline_s=300)
+    return subprocess.CompletedProcess(done.command, done.exit_status, done.output or "", "")
 
 
 def test_the_mutant_option_runs_a_mutant_and_prints_its_reproduce_command() -> None:
@@ -151,10 +153,10 @@ def test_the_mutant_option_runs_a_mutant_and_prints_its_reproduce_command() -> N
 def test_the_mutant_option_refuses_an_undeclared_id_in_one_line() -> None:
     done = _pytest("--impl", "numpy", "--mutant", "s99", "--co")
     assert done.returncode == 4
-    assert "--mutant s99: adapter 'numpy' (--impl numpy) does not declare it; it declares s01, s02" in done.stderr
+    assert "--mutant s99: adapter 'numpy' (--impl numpy) does not declare it; it declares s01, s02" in done.stdout
     done = _pytest("--impl", str(ROOT / "tests" / "broken" / "skip_softmax.py"), "--mutant", "s01", "--co")
     assert done.returncode == 4
-    assert "declares no mutants (an adapter MAY expose `mutants`, §11)" in done.stderr
+    assert "declares no mutants (an adapter MAY expose `mutants`, §11)" in done.stdout
 
 
 def test_load_mutant_names_a_factory_that_fails() -> None:

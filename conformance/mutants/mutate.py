@@ -542,9 +542,7 @@ def _template(target: Target, scratch: Path) -> tuple[Target, float]:
 
 def rerun(target: Target, mutants: list[Generated], mutant_id: str, select: str | None) -> int:
     """The whole suite on one mutant, in a scratch copy, with the suite's usual output."""
-    import pytest
-
-    from elmo_conformance.resources import pytest_config_args
+    from elmo_conformance.running import run
 
     found = [m for m in mutants if m.id == mutant_id]
     if not found:
@@ -559,9 +557,10 @@ def rerun(target: Target, mutants: list[Generated], mutant_id: str, select: str 
         except BuildFailed as exc:
             print(f"CompileError: {exc}", file=sys.stderr)
             return 1
-        args = [str(SUITE), "--impl", impl, "-p", "no:cacheprovider", *pytest_config_args()]
-        args += ["-k", select] if select else []
-        code = int(pytest.main(args))
+        result = run(impl, ["-p", "no:cacheprovider", *(["-k", select] if select else [])])
+        for note in result.notes:
+            print(f"elmo-conformance: {note}", file=sys.stderr)
+        code = result.exit_status
         verdict = {0: "the suite passes on this mutant: it survives", 1: "the suite kills this mutant"}
         print(verdict.get(code, f"pytest exited with code {code}"), flush=True)
         return code

@@ -16,13 +16,12 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-import pytest
 from hypothesis import Phase, settings
 
 import elmo_conformance.conformance.plugin  # noqa: F401  (registers the harness's "conformance" Hypothesis profile)
 from elmo_conformance.conformance.loading import AdapterLoadError, load_adapter, load_mutant
 from elmo_conformance.conformance.protocol import protocol
-from elmo_conformance.resources import pytest_config_args
+from elmo_conformance.running import run_here
 
 from .collector import CallRecorder, Collector, Coverage, LineCoverage, Send
 from .declared import declared_mutants, describe
@@ -67,16 +66,16 @@ class GeneratedJob(MutantJob):
     scratch: str = ""  # the run's scratch folder; this mutant's own is made inside it
 
 
-def _pytest_args(impl: str, mutant: str | None = None, select: str | None = None) -> list[str]:
+def _run_suite(impl: str, collector: Collector, mutant: str | None = None, select: str | None = None) -> int:
+    """The suite in this worker through the entry point's in-process form (elmo_conformance.running.run_here):
+    the same command line as every other run, pytest's exit status."""
     # unraisableexception runs gc.collect() five times per session: about a second once torch is loaded.
-    args = [str(SUITE), "--impl", impl, "-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:unraisableexception"]
-    args += pytest_config_args()  # the suite's own pytest configuration, not the working directory's
+    args = ["-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:unraisableexception"]
     args += ["--hypothesis-profile", PROFILE]
+    args += ["-k", select] if select else []
     # In-process: the worker is the isolation (a hang or crash costs the worker, not the run), and
     # a mutant's `replaces` coverage needs its code to run in this process.
-    args += ["--in-process"]
-    args += ["-k", select] if select else []
-    return args + (["--mutant", mutant] if mutant is not None else [])
+    return run_here(impl, args, isolation="in-process", mutant=mutant, plugins=[collector])
 
 
 def exit_problem(exit_code: int, collector: Collector) -> str | None:
@@ -114,7 +113,7 @@ def run_baseline(job: BaselineJob, send: Send) -> Baseline:
     calls = CallRecorder() if job.record_calls else None
     collector = Collector(send, coverage=coverage, shard=(job.shard, job.shards), lines=lines, calls=calls)
     started = time.perf_counter()
-    baseline.exit_code = int(pytest.main(_pytest_args(job.impl, select=job.select), plugins=[collector]))
+    baseline.exit_code = _run_suite(job.impl, collector, select=job.select)
     if lines is not None:
         baseline.lines = lines.result()
     if calls is not None:
@@ -154,7 +153,7 @@ def run_mutant(job: MutantJob, send: Send) -> MutantRun:
 def _run_tests(run: MutantRun, impl: str, mutant: str | None, job: MutantJob, send: Send, started: float) -> MutantRun:
     """The mutant through its selected tests, in order; its status from their outcomes."""
     collector = Collector(send, order=list(job.order), must_run=job.must_run, fail_fast=job.fail_fast)
-    exit_code = int(pytest.main(_pytest_args(impl, mutant, job.select), plugins=[collector]))
+    exit_code = _run_suite(impl, collector, mutant, job.select)
     run.duration = time.perf_counter() - started
     run.tests = collector.outcomes
     problem = exit_problem(exit_code, collector)
