@@ -81,6 +81,73 @@ WIDE_VECTORS static void KERNEL(product_block)(size_t rows, size_t columns, size
 }
 #endif
 
+#ifdef VECTORS
+/* Columns [j1, j1 + width) of rows [p0, p0 + depth) of B [., m], as the block kernel reads them:
+ * blocks of COLUMNS columns, [depth][COLUMNS] each, one after the other; zeros past the edge. */
+static void KERNEL(pack_panel)(size_t depth, size_t width, const real *B, size_t m, real *packed)
+{
+    for (size_t j0 = 0; j0 < width; j0 += COLUMNS) {
+        size_t columns = width - j0 < COLUMNS ? width - j0 : COLUMNS;
+        real *block = packed + j0 * depth;
+        const real *b = B + j0;
+        if (columns == COLUMNS) { /* copies of a constant size, which the compiler inlines */
+            for (size_t p = 0; p < depth; p++) {
+                memcpy(block + p * COLUMNS, b + p * m, COLUMNS * sizeof(real));
+            }
+            continue;
+        }
+        for (size_t p = 0; p < depth; p++) {
+            memcpy(block + p * COLUMNS, b + p * m, columns * sizeof(real));
+            memset(block + p * COLUMNS + columns, 0, (COLUMNS - columns) * sizeof(real));
+        }
+    }
+}
+
+/* C [n, width] (rows of m) += A · (a panel of B packed by pack_panel) over `depth` terms: A by
+ * stripes of PRODUCT_STRIPE rows, each copied once and met by the panel. */
+static void KERNEL(product_panel)(size_t n, size_t depth, size_t width, const real *A, size_t a_row, size_t a_col,
+                                  const real *packed_b, real *C, size_t m)
+{
+    for (size_t i1 = 0; i1 < n; i1 += PRODUCT_STRIPE) {
+        size_t height = n - i1 < PRODUCT_STRIPE ? n - i1 : PRODUCT_STRIPE;
+        real *packed_a = KERNEL(packed_a);
+        size_t padded = (height + PRODUCT_ROWS - 1) / PRODUCT_ROWS * PRODUCT_ROWS;
+        memset(packed_a + height / PRODUCT_ROWS * PRODUCT_ROWS * depth, 0,
+               (padded - height / PRODUCT_ROWS * PRODUCT_ROWS) * depth * sizeof(real));
+        for (size_t i0 = 0; i0 < height; i0 += PRODUCT_ROWS) {
+            real *block = packed_a + i0 * depth;
+            size_t rows = height - i0 < PRODUCT_ROWS ? height - i0 : PRODUCT_ROWS;
+            const real *a = A + (i1 + i0) * a_row;
+            if (a_col == 1) { /* row by row, each read in order */
+                for (size_t r = 0; r < rows; r++) {
+                    for (size_t p = 0; p < depth; p++) {
+                        block[p * PRODUCT_ROWS + r] = a[r * a_row + p];
+                    }
+                }
+            } else if (a_row == 1 && rows == PRODUCT_ROWS) { /* a transposed A: its rows are columns here */
+                for (size_t p = 0; p < depth; p++) {
+                    memcpy(block + p * PRODUCT_ROWS, a + p * a_col, PRODUCT_ROWS * sizeof(real));
+                }
+            } else {
+                for (size_t p = 0; p < depth; p++) {
+                    for (size_t r = 0; r < rows; r++) {
+                        block[p * PRODUCT_ROWS + r] = a[r * a_row + p * a_col];
+                    }
+                }
+            }
+        }
+        for (size_t j0 = 0; j0 < width; j0 += COLUMNS) {
+            size_t columns = width - j0 < COLUMNS ? width - j0 : COLUMNS;
+            for (size_t i0 = 0; i0 < height; i0 += PRODUCT_ROWS) {
+                size_t rows = height - i0 < PRODUCT_ROWS ? height - i0 : PRODUCT_ROWS;
+                KERNEL(product_block)(rows, columns, depth, packed_a + i0 * depth, packed_b + j0 * depth,
+                                      C + (i1 + i0) * m + j0, m);
+            }
+        }
+    }
+}
+#endif
+
 void KERNEL(matmul_add)(size_t n, size_t k, size_t m, const real *A, size_t a_row, size_t a_col, const real *B,
                         real *C)
 {
@@ -88,64 +155,56 @@ void KERNEL(matmul_add)(size_t n, size_t k, size_t m, const real *A, size_t a_ro
     KERNEL(product_plain)(n, m, k, A, a_row, a_col, B, m, C);
 #else
     /* Terms in blocks of PRODUCT_DEPTH, taken in increasing order; in each, B by panels of PANEL
-     * columns, and A by stripes of PRODUCT_STRIPE rows, each copied once and met by the other. */
+     * columns, each copied once and met by every stripe of A. */
     for (size_t p0 = 0; p0 < k; p0 += PRODUCT_DEPTH) {
         size_t depth = k - p0 < PRODUCT_DEPTH ? k - p0 : PRODUCT_DEPTH;
         for (size_t j1 = 0; j1 < m; j1 += PANEL) {
             size_t width = m - j1 < PANEL ? m - j1 : PANEL;
-            real *packed_b = KERNEL(packed_b);
-            for (size_t j0 = 0; j0 < width; j0 += COLUMNS) {
-                size_t columns = width - j0 < COLUMNS ? width - j0 : COLUMNS;
-                real *block = packed_b + j0 * depth;
-                const real *b = B + p0 * m + j1 + j0;
-                if (columns == COLUMNS) { /* copies of a constant size, which the compiler inlines */
-                    for (size_t p = 0; p < depth; p++) {
-                        memcpy(block + p * COLUMNS, b + p * m, COLUMNS * sizeof(real));
-                    }
-                    continue;
-                }
-                for (size_t p = 0; p < depth; p++) {
-                    memcpy(block + p * COLUMNS, b + p * m, columns * sizeof(real));
-                    memset(block + p * COLUMNS + columns, 0, (COLUMNS - columns) * sizeof(real));
-                }
-            }
-            for (size_t i1 = 0; i1 < n; i1 += PRODUCT_STRIPE) {
-                size_t height = n - i1 < PRODUCT_STRIPE ? n - i1 : PRODUCT_STRIPE;
-                real *packed_a = KERNEL(packed_a);
-                size_t padded = (height + PRODUCT_ROWS - 1) / PRODUCT_ROWS * PRODUCT_ROWS;
-                memset(packed_a + height / PRODUCT_ROWS * PRODUCT_ROWS * depth, 0,
-                       (padded - height / PRODUCT_ROWS * PRODUCT_ROWS) * depth * sizeof(real));
-                for (size_t i0 = 0; i0 < height; i0 += PRODUCT_ROWS) {
-                    real *block = packed_a + i0 * depth;
-                    size_t rows = height - i0 < PRODUCT_ROWS ? height - i0 : PRODUCT_ROWS;
-                    const real *a = A + (i1 + i0) * a_row + p0 * a_col;
-                    if (a_col == 1) { /* row by row, each read in order */
-                        for (size_t r = 0; r < rows; r++) {
-                            for (size_t p = 0; p < depth; p++) {
-                                block[p * PRODUCT_ROWS + r] = a[r * a_row + p];
-                            }
-                        }
-                    } else if (a_row == 1 && rows == PRODUCT_ROWS) { /* a transposed A: its rows are columns here */
-                        for (size_t p = 0; p < depth; p++) {
-                            memcpy(block + p * PRODUCT_ROWS, a + p * a_col, PRODUCT_ROWS * sizeof(real));
-                        }
-                    } else {
-                        for (size_t p = 0; p < depth; p++) {
-                            for (size_t r = 0; r < rows; r++) {
-                                block[p * PRODUCT_ROWS + r] = a[r * a_row + p * a_col];
-                            }
-                        }
-                    }
-                }
-                for (size_t j0 = 0; j0 < width; j0 += COLUMNS) {
-                    size_t columns = width - j0 < COLUMNS ? width - j0 : COLUMNS;
-                    for (size_t i0 = 0; i0 < height; i0 += PRODUCT_ROWS) {
-                        size_t rows = height - i0 < PRODUCT_ROWS ? height - i0 : PRODUCT_ROWS;
-                        KERNEL(product_block)(rows, columns, depth, packed_a + i0 * depth, packed_b + j0 * depth,
-                                              C + (i1 + i0) * m + j1 + j0, m);
-                    }
-                }
-            }
+            KERNEL(pack_panel)(depth, width, B + p0 * m + j1, m, KERNEL(packed_b));
+            KERNEL(product_panel)(n, depth, width, A + p0 * a_col, a_row, a_col, KERNEL(packed_b), C + j1, m);
+        }
+    }
+#endif
+}
+
+/* B [k, m] packed once for many products by the same B (the LSTM's weights, at every step): every
+ * panel of matmul_add, one after the other, [k rounded up to COLUMNS... ] in the arena; B itself
+ * where the products are plain loops. */
+static const real *KERNEL(pack_b)(Arena *arena, size_t k, size_t m, const real *B)
+{
+#ifndef VECTORS
+    (void)arena;
+    (void)k;
+    (void)m;
+    return B;
+#else
+    size_t padded = (m + COLUMNS - 1) / COLUMNS * COLUMNS;
+    real *packed = arena_alloc(arena, arena_mul(arena, k, padded), sizeof(real));
+    for (size_t p0 = 0; p0 < k; p0 += PRODUCT_DEPTH) {
+        size_t depth = k - p0 < PRODUCT_DEPTH ? k - p0 : PRODUCT_DEPTH;
+        for (size_t j1 = 0; j1 < m; j1 += PANEL) {
+            size_t width = m - j1 < PANEL ? m - j1 : PANEL;
+            KERNEL(pack_panel)(depth, width, B + p0 * m + j1, m, packed + p0 * padded + j1 * depth);
+        }
+    }
+    return packed;
+#endif
+}
+
+/* matmul_add with B packed by pack_b: the same sums, in the same order. */
+static void KERNEL(matmul_add_packed)(size_t n, size_t k, size_t m, const real *A, size_t a_row, size_t a_col,
+                                      const real *packed, real *C)
+{
+#ifndef VECTORS
+    KERNEL(product_plain)(n, m, k, A, a_row, a_col, packed, m, C);
+#else
+    size_t padded = (m + COLUMNS - 1) / COLUMNS * COLUMNS;
+    for (size_t p0 = 0; p0 < k; p0 += PRODUCT_DEPTH) {
+        size_t depth = k - p0 < PRODUCT_DEPTH ? k - p0 : PRODUCT_DEPTH;
+        for (size_t j1 = 0; j1 < m; j1 += PANEL) {
+            size_t width = m - j1 < PANEL ? m - j1 : PANEL;
+            KERNEL(product_panel)(n, depth, width, A + p0 * a_col, a_row, a_col, packed + p0 * padded + j1 * depth,
+                                  C + j1, m);
         }
     }
 #endif
@@ -230,12 +289,15 @@ WIDE_VECTORS void KERNEL(lstm_forward)(Arena *arena, size_t B, size_t T, size_t 
                           real *h, real *c, real *tanh_c, real *gates)
 {
     size_t d4 = 4 * d;
+    /* The weights as the products read them, once for every row and step. */
+    const real *packed_ih = KERNEL(pack_b)(arena, d_in, d4, weight_ih_t);
+    const real *packed_hh = KERNEL(pack_b)(arena, d, d4, weight_hh_t);
     /* Per row, z_t's input part weight_ih · u_t + bias_ih + bias_hh for all its steps at once, in
      * the room of the gates. */
     for (size_t b = 0; b < B; b++) {
         real *z_input = gates + b * T * d4;
         memset(z_input, 0, steps[b] * d4 * sizeof(real));
-        KERNEL(matmul_add)(steps[b], d_in, d4, u + b * T * d_in, d_in, 1, weight_ih_t, z_input);
+        KERNEL(matmul_add_packed)(steps[b], d_in, d4, u + b * T * d_in, d_in, 1, packed_ih, z_input);
         for (size_t tr = 0; tr < steps[b] * d4; tr++) {
             z_input[tr] = (z_input[tr] + bias_ih[tr % d4]) + bias_hh[tr % d4];
         }
@@ -256,7 +318,7 @@ WIDE_VECTORS void KERNEL(lstm_forward)(Arena *arena, size_t B, size_t T, size_t 
             memcpy(h_prev + a * d, from, d * sizeof(real));
         }
         memset(z_recurrent, 0, n * d4 * sizeof(real));
-        KERNEL(matmul_add)(n, d, d4, h_prev, d, 1, weight_hh_t, z_recurrent);
+        KERNEL(matmul_add_packed)(n, d, d4, h_prev, d, 1, packed_hh, z_recurrent);
         for (size_t a = 0; a < n; a++) {
             size_t bt = rows[a] * T + t;
             /* z_t = (weight_ih · u_t + bias_ih + bias_hh) + weight_hh · h_{t-1} */
@@ -298,6 +360,9 @@ void KERNEL(lstm_backward)(Arena *arena, size_t B, size_t T, size_t d_in, size_t
     real *g_h_step = arena_alloc(arena, arena_mul(arena, B, d), sizeof(real));       /* ∂J/∂h_{t-1} of those rows */
     size_t *rows = arena_alloc(arena, B, sizeof(size_t));
     const real *zeros = arena_alloc(arena, d, sizeof(real));
+    /* The weights as the products read them, once for every row and step. */
+    const real *packed_hh = KERNEL(pack_b)(arena, d4, d, weight_hh);
+    const real *packed_ih = KERNEL(pack_b)(arena, d4, d_in, weight_ih);
 
     /* Backwards through time, step t of every row that has one at once: a row's carried gradients
      * are 0 until its last step. */
@@ -330,7 +395,7 @@ void KERNEL(lstm_backward)(Arena *arena, size_t B, size_t T, size_t d_in, size_t
         }
         /* ∂J/∂h_{t-1} = ∂J/∂z_t · weight_hh */
         memset(g_h_step, 0, n * d * sizeof(real));
-        KERNEL(matmul_add)(n, d4, d, g_z_step, d4, 1, weight_hh, g_h_step);
+        KERNEL(matmul_add_packed)(n, d4, d, g_z_step, d4, 1, packed_hh, g_h_step);
         for (size_t a = 0; a < n; a++) {
             memcpy(g_h_next + rows[a] * d, g_h_step + a * d, d * sizeof(real));
         }
@@ -354,7 +419,7 @@ void KERNEL(lstm_backward)(Arena *arena, size_t B, size_t T, size_t d_in, size_t
         }
         real *g_u_b = g_u + b * T * d_in;
         memset(g_u_b, 0, T * d_in * sizeof(real));
-        KERNEL(matmul_add)(n, d4, d_in, g_z_b, d4, 1, weight_ih, g_u_b);
+        KERNEL(matmul_add_packed)(n, d4, d_in, g_z_b, d4, 1, packed_ih, g_u_b);
     }
 }
 
