@@ -2,7 +2,7 @@
 running a Python adapter in a child process behind the protocol server (the default, spec §11.1)
 against calling it in the harness's process (`--in-process`).
 
-Each run is a fresh `python -m pytest conformance` process writing the harness's --report JSON,
+Each run is a fresh `elmo-conformance` run (the one entry point) writing the harness's --report JSON,
 whose duration and per-test durations give the pytest time and the share of the slowest five
 tests. The wall time of the process (interpreter start and imports included) is kept beside it.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import resource
 import shlex
 import statistics
@@ -28,12 +29,14 @@ def run_pytest(args: list[str], timeout: float, root: Path = ROOT) -> dict:
     raised."""
     with tempfile.TemporaryDirectory() as tmp:
         report_path = Path(tmp) / "report.json"
-        cmd = [sys.executable, "-m", "pytest", "conformance", "-q", "-p", "no:cacheprovider", *args]
+        # The console command of the checkout at `root`: its one entry point (elmo_conformance.run).
+        cmd = [sys.executable, "-m", "elmo_conformance", "-q", "-p", "no:cacheprovider", *args]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])}
         start = time.perf_counter()
         cpu_start = _children_cpu()
         try:
             done = subprocess.run(
-                [*cmd, "--report", str(report_path)], cwd=root, capture_output=True, text=True, timeout=timeout
+                [*cmd, "--report", str(report_path)], cwd=root, env=env, capture_output=True, text=True, timeout=timeout
             )
         except subprocess.TimeoutExpired:
             return {"command": _shown(args), "error": f"did not finish within {timeout:g} s"}
@@ -63,7 +66,7 @@ def summarize(report: dict, top: int = 5) -> dict:
 
 
 def _shown(args: list[str]) -> str:
-    return shlex.join(["python", "-m", "pytest", "conformance", *args])
+    return shlex.join(["elmo-conformance", *args])
 
 
 def per_adapter(impls: list[str], extra: list[str], timeout: float) -> dict:

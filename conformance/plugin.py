@@ -30,6 +30,7 @@ from .keys import ACTIVE, CASES, DTYPES, FINISHED, RUN_ID, RUN_REPORT
 from .loading import AdapterLoadError, LoadedAdapter, available_builtins, load_adapter, load_mutant
 from .options import pytest_addoption  # noqa: F401  (the plugin's hook, defined beside the options)
 from .passtable import PassTable
+from .process import set_deadlines
 from .reporting import Recorder, is_final, refuse, start_reports  # noqa: F401  (is_final: for the mutation collector)
 from .reproduce import reproduce_commands
 from .spec import describe, sections
@@ -111,6 +112,8 @@ def pytest_configure(config: pytest.Config) -> None:
     guard = Guard(config)
     config.pluginmanager.register(guard, "elmo-conformance-guard")
     impls = config.getoption("impl") or available_builtins()
+    # Process adapters' deadlines, the first handshake's included, from --call-timeout (§11.1).
+    set_deadlines(config.getoption("call_timeout"))
     try:
         loaded = [load_adapter(arg, isolate=not guard.in_process) for arg in impls]
         same_name(loaded)

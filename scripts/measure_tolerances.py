@@ -112,8 +112,9 @@ class Recorder:
 
 
 def worker(impl: str, examples: int, out: Path) -> int:
-    import pytest
     from hypothesis import HealthCheck, settings
+
+    from elmo_conformance.running import run_here
 
     settings.register_profile(
         "measure-tolerances",
@@ -124,8 +125,8 @@ def worker(impl: str, examples: int, out: Path) -> int:
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
     recorder = Recorder()
-    args = ["conformance", "--impl", impl, "-q", "-p", "no:cacheprovider", "-k", NOT_MEASURED]
-    status = pytest.main([*args, "--hypothesis-profile", "measure-tolerances"], plugins=[recorder])
+    args = ["-q", "-p", "no:cacheprovider", "-k", NOT_MEASURED, "--hypothesis-profile", "measure-tolerances"]
+    status = run_here(impl, args, plugins=[recorder])  # the entry point's command line, in this worker
     out.write_text(json.dumps({"exit_status": int(status), "stats": recorder.stats}), encoding="utf-8")
     return int(status)
 

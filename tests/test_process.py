@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import struct
-import subprocess
 import sys
 import time
 import uuid
@@ -21,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import elmo_conformance
 from elmo_conformance import reference
 from elmo_conformance.conformance import wire
 from elmo_conformance.conformance.case import Case
@@ -33,6 +33,7 @@ from elmo_conformance.conformance.process import (
     ProcessTimeout,
     RemoteError,
 )
+from tests.suite_runs import run_suite
 
 ROOT = Path(__file__).resolve().parent.parent
 FAULTY = ROOT / "tests" / "faulty" / "program.py"
@@ -60,12 +61,8 @@ def survivors(marker: str) -> list[str]:
 def run_faulty(tmp_path: Path, mode: str, at: int = 5, timeout: float = 3.0) -> tuple[int, dict | None, str, str]:
     marker = f"faulty-{uuid.uuid4().hex[:12]}"
     impl = f"cmd:{sys.executable} {FAULTY} {mode} {at} {marker}"
-    report = tmp_path / "report.json"
-    command = [sys.executable, "-m", "pytest", "conformance", "--impl", impl, "--report", str(report)]
-    command += ["-p", "no:cacheprovider", "--call-timeout", str(timeout), *SELECTION]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    data = json.loads(report.read_text()) if report.exists() else None
-    return done.returncode, data, done.stdout + done.stderr, marker
+    code, data, output = run_suite(tmp_path, impl, "--call-timeout", str(timeout), *SELECTION, timeout=300)
+    return code, data, output, marker
 
 
 def outcome(report: dict, test: str) -> dict:
@@ -153,19 +150,16 @@ def test_a_refused_run_replaces_the_previous_reports(tmp_path: Path) -> None:
     table = tmp_path / "table.json"
     report.write_text(json.dumps({"summary": {"passed": 420}, "exit_status": 0}))
     table.write_text("{}")
-    command = [sys.executable, "-m", "pytest", "conformance", "--impl", "cmd:/nonexistent/elmo --serve"]
-    command += ["--report", str(report), "--pass-table", str(table), "-p", "no:cacheprovider"]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 4
-    assert "cannot run '/nonexistent/elmo'" in done.stdout + done.stderr
+    code, _, output = run_suite(tmp_path, "cmd:/nonexistent/elmo --serve", "--pass-table", str(table), timeout=300)
+    assert code == 4
+    assert "cannot run '/nonexistent/elmo'" in output
     assert json.loads(report.read_text())["exit_status"] == 4 and not table.exists()
 
 
 def test_a_report_path_that_is_a_directory_is_refused_before_the_run(tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "pytest", "conformance", "--impl", "numpy", "--report", str(tmp_path)]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 4
-    assert f"--report {tmp_path}: is a directory" in done.stdout + done.stderr
+    done = elmo_conformance.run("numpy", ["-p", "no:cacheprovider"], report=tmp_path, capture=True, deadline_s=300)
+    assert done.exit_status == 4
+    assert f"--report {tmp_path}: is a directory" in (done.output or "")
 
 
 # ------------------------------------------------------------------------------------------------

@@ -1,0 +1,55 @@
+"""Every way the project launches the conformance suite goes through the one entry point,
+`elmo_conformance.run` (elmo_conformance/running.py; spec §11.1): this test lists the places that
+start pytest on the suite, and fails on one that does not go through it.
+
+The exceptions are the tests of plain `pytest` itself: a user may run the suite with
+`python -m pytest -p elmo_conformance.conformance.plugin ...` (the reproduce commands print that
+form), and those tests check that it works, from a checkout and from the installed wheel."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LAUNCH = re.compile(r'"-m",\s*"pytest"|pytest\.main\(|\bpytest",\s*"conformance"')
+# path -> why it starts pytest itself
+THROUGH_THE_ENTRY_POINT = {
+    "elmo_conformance/running.py": "the entry point itself: run() and, for the mutation workers, run_here()",
+}
+PLAIN_PYTEST = {
+    "tests/test_console.py": "the plugin's registration, and the printed `python -m pytest` reproduce command",
+    "tests/test_wheel.py": "plain pytest with the installed plugin, from an empty directory",
+    "tests/test_harness.py": "runs the printed `python -m pytest` reproduce command as a user would",
+    "tests/test_entry_point.py": "this test's own pattern",
+}
+# The project's own test runs (pytest on tests/, not on the suite).
+OWN_TESTS = {"noxfile.py"}
+
+
+def launches() -> dict[str, list[int]]:
+    found: dict[str, list[int]] = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        relative = path.relative_to(ROOT).as_posix()
+        if relative.startswith((".git/", ".nox/", "build/", ".venv/")) or "/site-packages/" in relative:
+            continue
+        lines = [n for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if LAUNCH.search(line)]
+        if lines:
+            found[relative] = lines
+    return found
+
+
+def test_the_pattern_finds_a_launch() -> None:
+    """The check can fail: each form of a launch is seen."""
+    for line in ('[sys.executable, "-m", "pytest", "conformance"]', "pytest.main(args)", '("pytest", "conformance")'):
+        assert LAUNCH.search(line), line
+    assert not LAUNCH.search("elmo_conformance.run('numpy')")
+
+
+def test_every_launch_of_the_suite_goes_through_the_entry_point() -> None:
+    allowed = {**THROUGH_THE_ENTRY_POINT, **PLAIN_PYTEST, **{path: "the project's tests" for path in OWN_TESTS}}
+    stray = {path: lines for path, lines in launches().items() if path not in allowed}
+    assert not stray, (
+        "these files start pytest on the suite themselves; run it through elmo_conformance.run "
+        f"(or run_here in a long-lived worker): {stray}"
+    )
