@@ -78,6 +78,7 @@ enum { PRODUCT_ROWS = 8, PRODUCT_DEPTH = 256, PRODUCT_STRIPE = 48, PRODUCT_PANEL
 #define real float
 #define KERNEL KERNEL_F32
 #define WIDE_VECTORS WIDE_VECTORS_F32
+#define TANH_VECTORIZED
 #define EXP_BITS uint32_t
 #define EXP_MANTISSA_BITS 23
 #define EXP_BIAS 127
@@ -96,6 +97,7 @@ enum { PRODUCT_ROWS = 8, PRODUCT_DEPTH = 256, PRODUCT_STRIPE = 48, PRODUCT_PANEL
 #undef KERNEL
 #undef real
 #undef WIDE_VECTORS
+#undef TANH_VECTORIZED
 #if !defined(__clang__) && defined(__GNUC__)
 #pragma GCC pop_options
 #endif
