@@ -200,7 +200,16 @@ def _child_environment() -> dict[str, str]:
     imports what the harness would (the checkout, a folder pytest put on sys.path)."""
     installed = {os.path.abspath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
     paths = [os.path.abspath(entry or os.curdir) for entry in sys.path if isinstance(entry, str)]
-    extra = [p for p in paths if os.path.isdir(p) and not any(p.startswith(prefix + os.sep) for prefix in installed)]
+    # Site directories (this environment's, or another's that a .pth file adds) reach the child
+    # through the same site processing, after the standard library; on PYTHONPATH they would come
+    # before it, and a backport installed there (the `typing` package) would shadow the stdlib.
+    extra = [
+        p
+        for p in paths
+        if os.path.isdir(p)
+        and not any(p.startswith(prefix + os.sep) for prefix in installed)
+        and os.path.basename(p) not in ("site-packages", "dist-packages")
+    ]
     env = dict(os.environ)
     given = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     env["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*extra, *given]))
