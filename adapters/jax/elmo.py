@@ -15,12 +15,11 @@ from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
-from jax import lax
+from jax import Array, lax
 
 # float64 (§1.2) needs x64; without it JAX silently computes "float64" inputs in float32.
 jax.config.update("jax_enable_x64", True)
 
-Array = jax.Array
 Params = dict[str, Array]
 
 
