@@ -20,6 +20,7 @@ decides the verdict (``elmo_conformance.supervisor``).
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -200,9 +201,7 @@ def run_args(
         command = [sys.executable, "-m", "pytest", *suite_arguments(args, workdir)]
         output_file = open(Path(tmp) / "output.txt", "w+b") if capture else None  # noqa: SIM115
         try:
-            if INFORMATION & set(args):
-                import subprocess
-
+            if INFORMATION & set(args):  # pytest prints something and runs nothing: no report to judge
                 code = subprocess.run(command, env=child_env, cwd=workdir, stdout=output_file, stderr=output_file)
                 return RunResult(
                     code.returncode,
