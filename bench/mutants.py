@@ -29,11 +29,18 @@ def available() -> bool:
 def matrix(impl: str, timeout: float, top: int = 5) -> dict:
     """One adapter's full matrix; a failing or crashing run is reported, not raised."""
     shown = shlex.join(["python", "-m", RUNNER, "--impl", impl])
+    found = run_for_report([sys.executable, "-m", RUNNER, "--impl", impl, "--no-html"], shown, timeout)
+    report = found.pop("report", None)
+    return {**found, **summarize(report, top)} if report is not None else found
+
+
+def run_for_report(cmd: list[str], shown: str, timeout: float) -> dict:
+    """Run a mutation command with `--out` a fresh folder; its exit status, wall time and the
+    mutation report it wrote ("report"), or why there is none ("error")."""
     with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", RUNNER, "--impl", impl, "--out", tmp, "--no-html"]
         start = time.perf_counter()
         try:
-            done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+            done = subprocess.run([*cmd, "--out", tmp], cwd=ROOT, capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             return {"command": shown, "error": f"did not finish within {timeout:g} s"}
         wall = time.perf_counter() - start
@@ -42,7 +49,7 @@ def matrix(impl: str, timeout: float, top: int = 5) -> dict:
             tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
             return {"command": shown, "exit_status": done.returncode, "error": " | ".join(tail)}
         report = json.loads(path.read_text(encoding="utf-8"))
-    return {"command": shown, "exit_status": done.returncode, "wall_s": wall, **summarize(report, top)}
+    return {"command": shown, "exit_status": done.returncode, "wall_s": wall, "report": report}
 
 
 def summarize(report: dict, top: int = 5) -> dict:

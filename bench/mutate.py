@@ -16,14 +16,12 @@ from __future__ import annotations
 import json
 import shlex
 import statistics
-import subprocess
 import sys
-import tempfile
-import time
 from collections import Counter
 from pathlib import Path
 
-from .suite import ROOT, run_pytest
+from .mutants import run_for_report
+from .suite import run_pytest
 
 RAN = ("Killed", "Survived", "Timeout", "CompileError", "RuntimeError")  # a worker ran a job for it
 
@@ -35,20 +33,12 @@ def run(
     crashing run is reported, not raised. `suite`: also time one one-process run of the suite."""
     args = ["--impl", impl, "--max-mutants", str(n), "--seed", str(seed), "--workers", str(workers)]
     shown = shlex.join(["elmo-conformance", "mutate", *args])
-    with tempfile.TemporaryDirectory() as tmp:
-        cmd = [sys.executable, "-m", "elmo_conformance", "mutate", *args, "--out", tmp, "--no-cache", "--no-html"]
-        start = time.perf_counter()
-        try:
-            done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return {"command": shown, "error": f"did not finish within {timeout:g} s"}
-        wall = time.perf_counter() - start
-        path = Path(tmp) / "mutation-report.json"
-        if not path.is_file():
-            tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
-            return {"command": shown, "exit_status": done.returncode, "error": " | ".join(tail)}
-        report = json.loads(path.read_text(encoding="utf-8"))
-    out = {"command": shown, "exit_status": done.returncode, "wall_s": wall, **summarize(report)}
+    cmd = [sys.executable, "-m", "elmo_conformance", "mutate", *args, "--no-cache", "--no-html"]
+    found = run_for_report(cmd, shown, timeout)
+    report = found.pop("report", None)
+    if report is None:
+        return found
+    out = {**found, **summarize(report)}
     if suite:
         one = run_pytest(["--impl", impl], timeout)
         out["suite_one_process_s"] = one.get("wall_s")

@@ -2,18 +2,13 @@
 ``elmo_conformance.run`` (elmo_conformance/running.py), like every other caller.
 
 ``run_suite`` is the shape most tests want: (exit status, the JSON report or None, the output).
-``shared_run`` memoizes a run by its arguments for the life of the test process, so that the
-tests that read the same whole-suite report (the numpy suite, say) share one run instead of
-starting one each; it is only for runs whose report the tests read and never change.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Mapping
-from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -62,10 +57,3 @@ def run(
     if result.timed_out:
         pytest.fail(f"the run did not finish within {timeout} s: the harness hung\n{result.describe()}")
     return result
-
-
-@cache
-def shared_run(impl: str, *args: str) -> RunResult:
-    """One run of the suite per distinct (impl, args) in this test process; its report is read only."""
-    folder = Path(tempfile.mkdtemp(prefix="elmo-shared-run-"))
-    return run(folder, impl, *args)
