@@ -188,6 +188,31 @@ BAD = [
         lambda x, dt: with_param(x, f"fwd.{N_LAYERS}.weight_hh", x.params["fwd.1.weight_hh"]),
     ),
     Bad("V07", BILM, "dropout", "an extra entry 'dropout'", lambda x, dt: with_param(x, "dropout", np.zeros(1, dt))),
+    # A key is any string (§8, §15.3 carries it as UTF-8). The message names `params`, and may quote
+    # such a key escaped or cut short, so `params` is what these three must name: a key of 60
+    # non-ASCII characters, é (its quote must stay UTF-8 through the protocol, §15.3), a canonical
+    # name followed by a NUL and more, and a key longer than a name buffer sized for canonical names.
+    Bad(
+        "V07",
+        BILM,
+        "params",
+        "an extra entry with non-ASCII characters",
+        lambda x, dt: with_param(x, "x" + "\u00e9" * 60, x.params["fwd.0.weight_ih"]),
+    ),
+    Bad(
+        "V07",
+        BILM,
+        "params",
+        "an extra entry with a NUL character",
+        lambda x, dt: with_param(x, "fwd.0.weight_ih\x00x", x.params["fwd.0.weight_ih"]),
+    ),
+    Bad(
+        "V07",
+        BILM,
+        "params",
+        "an extra entry of 76 characters",
+        lambda x, dt: with_param(x, "fwd.0." + "x" * 70, x.params["fwd.0.weight_ih"]),
+    ),
     Bad(
         "V08",
         BILM,

@@ -214,6 +214,42 @@ def test_a_single_layer_bilm(case: Case) -> None:
     assert_close(loss, want_loss, case.tol("loss"), f"bilm_loss {context}", ("4.2",))
 
 
+@pytest.mark.spec("2.1", "3.2", "3.3", "3.4")
+def test_an_eleven_layer_bilm(case: Case) -> None:
+    """L = 11 (V = 3, d = 1, T = 2), so that a layer index has two decimal digits (§2.1:
+    `fwd.10.*` is forward layer 11): every layer against the reference, with a padded row."""
+    lengths_list = [2, 1]
+    params, ids, lengths = random_bilm(15, 3, 1, 11, lengths_list)
+    params = case.cast(params)
+    expected = reference.bilm_layers(widen(params), ids, lengths)
+    check_bilm_layers(
+        case, case.bilm_layers(params, ids, lengths), expected, lengths, f"with L = 11 (lengths {lengths_list})"
+    )
+
+
+# The integer dtypes of the wire protocol (§15.3) other than int64, which the other tests use.
+INTEGER_DTYPES = ("int32", "int16", "int8", "uint64", "uint32", "uint16", "uint8")
+
+
+@pytest.mark.spec("1.1", "8", "15.3")
+def test_ids_and_lengths_of_any_integer_dtype(case: Case) -> None:
+    """`ids` and `lengths` are integer arrays (§1.1), and an integer array is one of a signed or
+    unsigned integer dtype (§8): in each integer dtype the protocol carries (§15.3: i4, i2, i1, u8,
+    u4, u2, u1), both given in that dtype, the layers and the loss equal those of the int64 call."""
+    lengths_list = [4, 2, 3]
+    params, ids, lengths = random_bilm(16, 7, 3, 2, lengths_list)
+    params = case.cast(params)
+    layers, loss = case.bilm_layers(params, ids, lengths), np.array(case.bilm_loss(params, ids, lengths))
+    for name in INTEGER_DTYPES:
+        dtype = np.dtype(name)
+        narrow_ids, narrow_lengths = ids.astype(dtype), lengths.astype(dtype)
+        context = f"with ids and lengths of dtype {name} vs int64 (lengths {lengths_list})"
+        for k, (got, want) in enumerate(zip(case.bilm_layers(params, narrow_ids, narrow_lengths), layers)):
+            assert_close(got, want, case.tol("layers"), f"R^{k} {context}", ("1.1", "8", "15.3"))
+        got_loss = np.array(case.bilm_loss(params, narrow_ids, narrow_lengths))
+        assert_close(got_loss, loss, case.tol("loss"), f"bilm_loss {context}", ("1.1", "8", "15.3"))
+
+
 @pytest.mark.spec("3.1", "3.2", "3.3", "3.4", "3.5")
 @given(data=st.data())
 def test_layers_and_logits_match_reference(case: Case, data: st.DataObject) -> None:

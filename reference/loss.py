@@ -14,8 +14,10 @@ def targets(ids: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarra
     """§4.1: the target id of every scored position, NO_TARGET elsewhere.
 
     Forward: position t predicts x_{t+1} for t <= ℓ-2. Backward: position t predicts x_{t-1} for
-    t >= 1 (and t <= ℓ-1).
+    t >= 1 (and t <= ℓ-1). The targets are int64 whatever the integer dtype of ids (§8: unsigned
+    ones too), so that NO_TARGET stays -1.
     """
+    ids = ids.astype(np.int64, copy=False)
     t = np.arange(ids.shape[1])[None, :]
     ell = lengths[:, None]
     fwd = np.full_like(ids, NO_TARGET, dtype=np.int64)
