@@ -90,6 +90,8 @@ def test_statuses_reports_and_the_survivors_lines(first_run) -> None:
     [entry] = report["files"].values()
     assert entry["language"] == "python" and "def softmax(s):" in entry["source"], "the user's own source"
     by_label = {m["description"].split("  ", 1)[1]: m for m in entry["mutants"]}
+    hung = by_label["k += 1 -> pass"]
+    assert hung["duration"] >= 4000, "a Timeout's duration is the time it ran before it was stopped (--timeout-min 4)"
     killed = by_label["max -> min"]
     assert killed["replacement"] == "min" and killed["location"]["start"] == {"line": 14, "column": 21}
     assert all("test_scalar_mix_is_stable_for_large_s" in test for test in killed["killedBy"])
@@ -210,3 +212,18 @@ def test_what_reaches_a_mutant() -> None:
     assert program.protocol_functions(str(c / "scalar_mix.c"), scalar_mix + 1) == {"scalar_mix"}
     main = next(first for name, first, _ in program.functions[str(c / "main.c")] if name == "main")
     assert program.protocol_functions(str(c / "main.c"), main + 1) is EVERY, "what every request runs"
+
+
+@pytest.mark.parametrize("impl, declared", [("c", "mutants.c"), ("torch", "mutants.py"), ("numpy", "mutants.py")])
+def test_a_builtins_default_sources_leave_out_its_declared_mutants(impl: str, declared: str) -> None:
+    """§13.2: by default a built-in's own sources are mutated, less its declared mutants' code
+    (§13.1), which a generated run never calls; numpy's are the reference's."""
+    from elmo_conformance.conformance.mutants.mutate import parse, resolve
+
+    _, files = resolve(parse(["--impl", impl]))
+    names = {path.name for path in files}
+    assert declared not in names and names, names
+    suffix = ".c" if impl == "c" else ".py"
+    assert all(path.suffix == suffix for path in files)
+    if impl == "numpy":
+        assert all(path.parent.name == "reference" for path in files), files

@@ -7,7 +7,8 @@ These runs take minutes. numpy's full pass runs with the project's tests (`nox -
 the in-process mutation run is also the gate of spec §13.1: every catalog mutant killed by
 its expected tests); torch's full pass is marked `full_parity` and runs in `nox -s parity`, while
 `nox -s tests` keeps a cheaper torch check of the same property: the suite's results and error
-answers (§3, §5, §8) through the protocol against in-process (`test_torch_results_and_errors_...`its expected tests)."""
+answers (§3, §5, §8) through the protocol against in-process
+(`test_torch_results_and_errors_are_the_same_through_the_protocol`)."""
 
 from __future__ import annotations
 

@@ -140,7 +140,8 @@ def resolve(args: argparse.Namespace) -> tuple[Target, list[Path]]:
         python = False
     elif impl in PROGRAMS:  # the built-in c
         here = Path(importlib.import_module(BUILTINS[impl][0]).HERE)
-        given = given or sorted(here.glob("*.c"))
+        # its own sources, less the declared mutants' code (mutants.c, §13.1), which a generated run never reaches
+        given = given or sorted(p for p in here.glob("*.c") if p.name != "mutants.c")
         program = f"cmd:{here / importlib.import_module(BUILTINS[impl][0]).PROGRAM}"
         build_command = args.build or default_build_c(here)
         python = False

@@ -23,7 +23,7 @@ class Scheduler(Protocol):
     def next_job(self) -> tuple[Any, float | None] | None: ...  # (job, timeout in s) or None for now
     def on_event(self, job: Any, event: tuple) -> None: ...
     def on_done(self, job: Any, result: Any) -> None: ...
-    def on_lost(self, job: Any, status: str, reason: str, running: str | None) -> None: ...
+    def on_lost(self, job: Any, status: str, reason: str, running: str | None, elapsed: float) -> None: ...
     def finished(self) -> bool: ...
 
 
@@ -46,11 +46,17 @@ class Worker:
         self.deadline: float | None = None
         self.timeout: float | None = None
         self.running: str | None = None
+        self.started = 0.0
 
     def assign(self, job: Any, timeout: float | None) -> None:
         self.job, self.timeout, self.running = job, timeout, None
+        self.started = time.monotonic()
         self.deadline = None if timeout is None else time.monotonic() + timeout
         self.conn.send(job)
+
+    def elapsed(self) -> float:
+        """Seconds since the current job was assigned."""
+        return time.monotonic() - self.started
 
     def release(self) -> None:
         self.job = self.deadline = self.timeout = self.running = None
@@ -142,9 +148,9 @@ def _service(worker: Worker, scheduler: Scheduler, progress: Callable[[str], Non
                 worker.release()
                 scheduler.on_done(job, payload)
             elif kind == "failed":
-                job, running = worker.job, worker.running
+                job, running, elapsed = worker.job, worker.running, worker.elapsed()
                 worker.release()
-                scheduler.on_lost(job, "RuntimeError", f"the worker raised {payload}", running)
+                scheduler.on_lost(job, "RuntimeError", f"the worker raised {payload}", running, elapsed)
     except (EOFError, OSError):
         pass
     if not worker.process.is_alive():
@@ -153,18 +159,19 @@ def _service(worker: Worker, scheduler: Scheduler, progress: Callable[[str], Non
                 f"a worker {_exit_description(worker.process.exitcode)} while starting:\n{worker.log_tail()}"
             )
         if worker.job is not None:
-            job, running = worker.job, worker.running
+            job, running, elapsed = worker.job, worker.running, worker.elapsed()
             reason = f"the worker process {_exit_description(worker.process.exitcode)}"
             reason += f" while running {running}" if running else ""
             tail = worker.log_tail()
             worker.release()
-            scheduler.on_lost(job, "RuntimeError", reason + (f"; its last output:\n{tail}" if tail else ""), running)
+            tail_text = f"; its last output:\n{tail}" if tail else ""
+            scheduler.on_lost(job, "RuntimeError", reason + tail_text, running, elapsed)
         return True
     if worker.deadline is not None and time.monotonic() > worker.deadline:
-        job, running, timeout = worker.job, worker.running, worker.timeout
+        job, running, timeout, elapsed = worker.job, worker.running, worker.timeout, worker.elapsed()
         worker.release()
         reason = f"did not finish within {timeout:.0f} s" + (f"; it was running {running}" if running else "")
         progress(f"timeout: {reason}")
-        scheduler.on_lost(job, "Timeout", reason, running)
+        scheduler.on_lost(job, "Timeout", reason, running, elapsed)
         return True
     return False

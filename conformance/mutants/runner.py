@@ -132,7 +132,7 @@ class Plan:
         else:
             self._mutant_done(job, result)  # type: ignore[arg-type]
 
-    def on_lost(self, job: object, status: str, reason: str, running: str | None) -> None:
+    def on_lost(self, job: object, status: str, reason: str, running: str | None, elapsed: float) -> None:
         if isinstance(job, BaselineJob):  # one shard lost: the baseline fails, and no mutant of it runs
             if status == "Timeout":
                 error = f"the clean baseline run hung and its worker was stopped: it {reason} (--baseline-timeout)"
@@ -142,6 +142,7 @@ class Plan:
             return
         assert isinstance(job, MutantJob)
         run = MutantRun(job.impl, job.mutant, status, dict(self.partial.pop(job, {})), list(job.order), running, reason)
+        run.duration = elapsed  # a Timeout's duration is the time it was given before it was stopped
         self.outstanding -= 1
         self._record(run)
 
