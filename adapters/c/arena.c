@@ -1,6 +1,7 @@
 /* Memory of one request (see arena.h). */
 #include "arena.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -36,20 +37,31 @@ size_t arena_mul(Arena *arena, size_t a, size_t b)
     return a * b;
 }
 
-void *arena_alloc(Arena *arena, size_t count, size_t size)
+/* A block of `count` items of `size` bytes, zeroed or not, linked into the arena. */
+static void *arena_block(Arena *arena, size_t count, size_t size, bool zeroed)
 {
     size_t bytes = arena_mul(arena, count, size);
     if (bytes > SIZE_MAX - header_size()) {
         arena_fail(arena, "an array size overflows");
     }
     /* calloc zeroes the memory: all-zero bytes are +0.0 for IEEE 754 doubles. */
-    ArenaBlock *block = calloc(1, header_size() + bytes);
+    ArenaBlock *block = zeroed ? calloc(1, header_size() + bytes) : malloc(header_size() + bytes);
     if (block == NULL) {
         arena_fail(arena, "out of memory");
     }
     block->next = arena->blocks;
     arena->blocks = block;
     return (unsigned char *)block + header_size();
+}
+
+void *arena_alloc(Arena *arena, size_t count, size_t size)
+{
+    return arena_block(arena, count, size, true);
+}
+
+void *arena_alloc_uninit(Arena *arena, size_t count, size_t size)
+{
+    return arena_block(arena, count, size, false);
 }
 
 double *arena_doubles(Arena *arena, size_t count)

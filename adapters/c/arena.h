@@ -24,6 +24,10 @@ void arena_init(Arena *arena, jmp_buf *on_failure);
 /* `count` zeroed items of `size` bytes, suitably aligned; never NULL (see above). */
 void *arena_alloc(Arena *arena, size_t count, size_t size);
 
+/* The same, not zeroed: for an array that is written in full before it is read (a product's
+ * result, the logits), so that its room is not cleared for nothing. */
+void *arena_alloc_uninit(Arena *arena, size_t count, size_t size);
+
 /* `count` doubles, all +0.0. */
 double *arena_doubles(Arena *arena, size_t count);
 

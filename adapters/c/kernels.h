@@ -29,6 +29,9 @@
  *   a_col] (a_row = k, a_col = 1 for a row-major A [n, k]; a_row = 1, a_col = n for the transpose
  *   of a row-major [k, n]). C[i][j] adds A(i, p) B[p][j] for p = 0, 1, ..., k - 1 in that order.
  *
+ * matmul: the same product into C, C = A · B: C's former contents are not read (each element summed
+ *   from +0, exactly as matmul_add into a zeroed C).
+ *
  * sum_pairwise: x[0] + ... + x[n-1] (n >= 0), by pairwise summation (as NumPy sums a row).
  *
  * lstm_forward: §2.2 over B rows of [B, T, ...] arrays (lstm.h's LSTMRun): row b runs steps[b]
@@ -42,11 +45,13 @@
  * output_loss: one direction of §4.2 for n scored states [n, d] and their targets: the mean
  *   cross-entropy of W_out h + c, its terms computed with the maximum subtracted. With `grad`, also
  *   the gradient of half of it (bilm_loss averages two directions): into g_states [n, d], and added
- *   to g_weight [V, d] and g_bias [V]. logits [n, V], zero on entry, is room for the logits.
+ *   to g_weight [V, d] and g_bias [V]. logits [n, V] is room for the logits (its contents unread).
  */
 #define DECLARE_KERNELS(real, KERNEL)                                                                                 \
     void KERNEL(matmul_add)(size_t n, size_t k, size_t m, const real *A, size_t a_row, size_t a_col, const real *B,   \
                             real *C);                                                                                 \
+    void KERNEL(matmul)(size_t n, size_t k, size_t m, const real *A, size_t a_row, size_t a_col, const real *B,       \
+                        real *C);                                                                                     \
     real KERNEL(sum_pairwise)(size_t n, const real *x);                                                               \
     void KERNEL(lstm_forward)(Arena *arena, size_t B, size_t T, size_t d_in, size_t d, const size_t *steps, const real *u,          \
                               const real *weight_ih_t, const real *weight_hh_t, const real *bias_ih,                  \

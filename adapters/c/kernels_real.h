@@ -32,23 +32,25 @@ static void KERNEL(product_plain)(size_t rows, size_t columns, size_t k, const r
 typedef real KERNEL(vec) __attribute__((vector_size(64)));
 
 /* Blocks of A and B copied so that the block kernel reads them in order: A's rows by PRODUCT_ROWS,
- * [k][PRODUCT_ROWS] each; B's columns by COLUMNS, [k][COLUMNS] each; zeros past the edges. The
- * program is single-threaded. */
+ * [k][PRODUCT_ROWS] each (where A is not read in place, below); B's columns by COLUMNS, [k][COLUMNS]
+ * each; zeros past the edges. The program is single-threaded. */
 static real KERNEL(packed_a)[PRODUCT_STRIPE * PRODUCT_DEPTH];
 static real KERNEL(packed_b)[PRODUCT_DEPTH * PANEL];
 
-/* C [rows, columns] += a · b over k terms, rows <= PRODUCT_ROWS and columns <= COLUMNS, from packed
- * blocks; the block of C stays in registers while the terms are added in p order, so each element
- * is summed exactly as in a plain loop. */
-WIDE_VECTORS static void KERNEL(product_block)(size_t rows, size_t columns, size_t k, const real *a, const real *b,
-                                               real *C, size_t m)
+/* C [rows, columns] += a · b over k terms (with `add`; C = a · b without, C's former contents
+ * unread), rows <= PRODUCT_ROWS and columns <= COLUMNS, for PRODUCT_ROWS rows of A read in place (the
+ * element (r, p) at a[r * a_row + p * a_col]; rows past `rows` are read but not kept) and a block of
+ * B packed by pack_panel; the block of C stays in registers while the terms are added in p order,
+ * so each element is summed exactly as in a plain loop (without `add`, from +0, as into a zeroed C). */
+WIDE_VECTORS static void KERNEL(product_block)(size_t rows, size_t columns, size_t k, const real *a, size_t a_row,
+                                               size_t a_col, const real *b, real *C, size_t m, bool add)
 {
     real edge[PRODUCT_ROWS][COLUMNS];
     real *c = C;
     size_t c_row = m;
     if (rows < PRODUCT_ROWS || columns < COLUMNS) { /* an edge: through a full block */
         memset(edge, 0, sizeof edge);
-        for (size_t r = 0; r < rows; r++) {
+        for (size_t r = 0; add && r < rows; r++) {
             memcpy(edge[r], C + r * m, columns * sizeof(real));
         }
         c = &edge[0][0];
@@ -56,15 +58,19 @@ WIDE_VECTORS static void KERNEL(product_block)(size_t rows, size_t columns, size
     }
     KERNEL(vec) acc[PRODUCT_ROWS][2];
     for (size_t r = 0; r < PRODUCT_ROWS; r++) {
-        memcpy(&acc[r][0], c + r * c_row, sizeof acc[r][0]);
-        memcpy(&acc[r][1], c + r * c_row + LANES, sizeof acc[r][1]);
+        if (add) {
+            memcpy(&acc[r][0], c + r * c_row, sizeof acc[r][0]);
+            memcpy(&acc[r][1], c + r * c_row + LANES, sizeof acc[r][1]);
+        } else {
+            acc[r][0] = acc[r][1] = (KERNEL(vec)){0};
+        }
     }
     for (size_t p = 0; p < k; p++) {
         KERNEL(vec) b0, b1;
         memcpy(&b0, b + p * COLUMNS, sizeof b0);
         memcpy(&b1, b + p * COLUMNS + LANES, sizeof b1);
         for (size_t r = 0; r < PRODUCT_ROWS; r++) {
-            real a_rp = a[p * PRODUCT_ROWS + r];
+            real a_rp = a[r * a_row + p * a_col];
             acc[r][0] += a_rp * b0;
             acc[r][1] += a_rp * b1;
         }
@@ -103,68 +109,103 @@ static void KERNEL(pack_panel)(size_t depth, size_t width, const real *B, size_t
     }
 }
 
-/* C [n, width] (rows of m) += A · (a panel of B packed by pack_panel) over `depth` terms: A by
- * stripes of PRODUCT_STRIPE rows, each copied once and met by the panel. */
+/* PRODUCT_STRIPE rows of A (height of them, the rest zeros) copied as the block kernel reads them. */
+static void KERNEL(pack_stripe)(size_t height, size_t depth, const real *A, size_t a_row, size_t a_col, real *packed)
+{
+    size_t padded = (height + PRODUCT_ROWS - 1) / PRODUCT_ROWS * PRODUCT_ROWS;
+    memset(packed + height / PRODUCT_ROWS * PRODUCT_ROWS * depth, 0,
+           (padded - height / PRODUCT_ROWS * PRODUCT_ROWS) * depth * sizeof(real));
+    for (size_t i0 = 0; i0 < height; i0 += PRODUCT_ROWS) {
+        real *block = packed + i0 * depth;
+        size_t rows = height - i0 < PRODUCT_ROWS ? height - i0 : PRODUCT_ROWS;
+        const real *a = A + i0 * a_row;
+        if (a_row == 1 && rows == PRODUCT_ROWS) { /* a transposed A: its rows are columns here */
+            for (size_t p = 0; p < depth; p++) {
+                memcpy(block + p * PRODUCT_ROWS, a + p * a_col, PRODUCT_ROWS * sizeof(real));
+            }
+        } else {
+            for (size_t p = 0; p < depth; p++) {
+                for (size_t r = 0; r < rows; r++) {
+                    block[p * PRODUCT_ROWS + r] = a[r * a_row + p * a_col];
+                }
+            }
+        }
+    }
+}
+
+/* C [n, width] (rows of m) += A · (a panel of B packed by pack_panel) over `depth` terms (= without
+ * `add`): A by stripes of PRODUCT_STRIPE rows, each met by every block of the panel while it is in
+ * cache. A row-major A (a_col = 1) is read in place, PRODUCT_ROWS rows at a time, each in order;
+ * any other A, and a last stripe whose rows do not fill every block, is copied by pack_stripe. */
 static void KERNEL(product_panel)(size_t n, size_t depth, size_t width, const real *A, size_t a_row, size_t a_col,
-                                  const real *packed_b, real *C, size_t m)
+                                  const real *packed_b, real *C, size_t m, bool add)
 {
     for (size_t i1 = 0; i1 < n; i1 += PRODUCT_STRIPE) {
         size_t height = n - i1 < PRODUCT_STRIPE ? n - i1 : PRODUCT_STRIPE;
-        real *packed_a = KERNEL(packed_a);
-        size_t padded = (height + PRODUCT_ROWS - 1) / PRODUCT_ROWS * PRODUCT_ROWS;
-        memset(packed_a + height / PRODUCT_ROWS * PRODUCT_ROWS * depth, 0,
-               (padded - height / PRODUCT_ROWS * PRODUCT_ROWS) * depth * sizeof(real));
-        for (size_t i0 = 0; i0 < height; i0 += PRODUCT_ROWS) {
-            real *block = packed_a + i0 * depth;
-            size_t rows = height - i0 < PRODUCT_ROWS ? height - i0 : PRODUCT_ROWS;
-            const real *a = A + (i1 + i0) * a_row;
-            if (a_col == 1) { /* row by row, each read in order */
-                for (size_t r = 0; r < rows; r++) {
-                    for (size_t p = 0; p < depth; p++) {
-                        block[p * PRODUCT_ROWS + r] = a[r * a_row + p];
-                    }
-                }
-            } else if (a_row == 1 && rows == PRODUCT_ROWS) { /* a transposed A: its rows are columns here */
-                for (size_t p = 0; p < depth; p++) {
-                    memcpy(block + p * PRODUCT_ROWS, a + p * a_col, PRODUCT_ROWS * sizeof(real));
-                }
-            } else {
-                for (size_t p = 0; p < depth; p++) {
-                    for (size_t r = 0; r < rows; r++) {
-                        block[p * PRODUCT_ROWS + r] = a[r * a_row + p * a_col];
-                    }
-                }
-            }
+        bool in_place = a_col == 1 && height % PRODUCT_ROWS == 0;
+        if (!in_place) {
+            KERNEL(pack_stripe)(height, depth, A + i1 * a_row, a_row, a_col, KERNEL(packed_a));
         }
         for (size_t j0 = 0; j0 < width; j0 += COLUMNS) {
             size_t columns = width - j0 < COLUMNS ? width - j0 : COLUMNS;
             for (size_t i0 = 0; i0 < height; i0 += PRODUCT_ROWS) {
                 size_t rows = height - i0 < PRODUCT_ROWS ? height - i0 : PRODUCT_ROWS;
-                KERNEL(product_block)(rows, columns, depth, packed_a + i0 * depth, packed_b + j0 * depth,
-                                      C + (i1 + i0) * m + j0, m);
+                const real *b = packed_b + j0 * depth;
+                real *c = C + (i1 + i0) * m + j0;
+                if (in_place) {
+                    KERNEL(product_block)(rows, columns, depth, A + (i1 + i0) * a_row, a_row, 1, b, c, m, add);
+                } else {
+                    KERNEL(product_block)(rows, columns, depth, KERNEL(packed_a) + i0 * depth, 1, PRODUCT_ROWS, b, c,
+                                          m, add);
+                }
             }
         }
     }
 }
 #endif
 
-void KERNEL(matmul_add)(size_t n, size_t k, size_t m, const real *A, size_t a_row, size_t a_col, const real *B,
-                        real *C)
+/* C [n, m] = 0, for a product of no terms that does not add. */
+static void KERNEL(zero_product)(size_t n, size_t m, real *C)
+{
+    memset(C, 0, n * m * sizeof(real));
+}
+
+/* C [n, m] += A · B with `add`, C = A · B without (C's former contents unread): matmul_add and matmul. */
+static void KERNEL(product)(size_t n, size_t k, size_t m, const real *A, size_t a_row, size_t a_col, const real *B,
+                            real *C, bool add)
 {
 #ifndef VECTORS
+    if (!add) {
+        KERNEL(zero_product)(n, m, C);
+    }
     KERNEL(product_plain)(n, m, k, A, a_row, a_col, B, m, C);
 #else
-    /* Terms in blocks of PRODUCT_DEPTH, taken in increasing order; in each, B by panels of PANEL
-     * columns, each copied once and met by every stripe of A. */
+    if (k == 0 && !add) {
+        KERNEL(zero_product)(n, m, C);
+    }
+    /* Terms in blocks of PRODUCT_DEPTH, taken in increasing order (the first sets C unless adding);
+     * in each, B by panels of PANEL columns, each copied once and met by every stripe of A. */
     for (size_t p0 = 0; p0 < k; p0 += PRODUCT_DEPTH) {
         size_t depth = k - p0 < PRODUCT_DEPTH ? k - p0 : PRODUCT_DEPTH;
         for (size_t j1 = 0; j1 < m; j1 += PANEL) {
             size_t width = m - j1 < PANEL ? m - j1 : PANEL;
             KERNEL(pack_panel)(depth, width, B + p0 * m + j1, m, KERNEL(packed_b));
-            KERNEL(product_panel)(n, depth, width, A + p0 * a_col, a_row, a_col, KERNEL(packed_b), C + j1, m);
+            KERNEL(product_panel)(n, depth, width, A + p0 * a_col, a_row, a_col, KERNEL(packed_b), C + j1, m,
+                                  add || p0 > 0);
         }
     }
 #endif
+}
+
+void KERNEL(matmul_add)(size_t n, size_t k, size_t m, const real *A, size_t a_row, size_t a_col, const real *B,
+                        real *C)
+{
+    KERNEL(product)(n, k, m, A, a_row, a_col, B, C, true);
+}
+
+void KERNEL(matmul)(size_t n, size_t k, size_t m, const real *A, size_t a_row, size_t a_col, const real *B, real *C)
+{
+    KERNEL(product)(n, k, m, A, a_row, a_col, B, C, false);
 }
 
 /* B [k, m] packed once for many products by the same B (the LSTM's weights, at every step): every
@@ -191,20 +232,27 @@ static const real *KERNEL(pack_b)(Arena *arena, size_t k, size_t m, const real *
 #endif
 }
 
-/* matmul_add with B packed by pack_b: the same sums, in the same order. */
-static void KERNEL(matmul_add_packed)(size_t n, size_t k, size_t m, const real *A, size_t a_row, size_t a_col,
-                                      const real *packed, real *C)
+/* product (C += A · B with `add`, C = A · B without) with B packed by pack_b: the same sums, in the
+ * same order. */
+static void KERNEL(product_packed)(size_t n, size_t k, size_t m, const real *A, size_t a_row, size_t a_col,
+                                   const real *packed, real *C, bool add)
 {
 #ifndef VECTORS
+    if (!add) {
+        KERNEL(zero_product)(n, m, C);
+    }
     KERNEL(product_plain)(n, m, k, A, a_row, a_col, packed, m, C);
 #else
+    if (k == 0 && !add) {
+        KERNEL(zero_product)(n, m, C);
+    }
     size_t padded = (m + COLUMNS - 1) / COLUMNS * COLUMNS;
     for (size_t p0 = 0; p0 < k; p0 += PRODUCT_DEPTH) {
         size_t depth = k - p0 < PRODUCT_DEPTH ? k - p0 : PRODUCT_DEPTH;
         for (size_t j1 = 0; j1 < m; j1 += PANEL) {
             size_t width = m - j1 < PANEL ? m - j1 : PANEL;
             KERNEL(product_panel)(n, depth, width, A + p0 * a_col, a_row, a_col, packed + p0 * padded + j1 * depth,
-                                  C + j1, m);
+                                  C + j1, m, add || p0 > 0);
         }
     }
 #endif
@@ -325,8 +373,7 @@ WIDE_VECTORS void KERNEL(lstm_forward)(Arena *arena, size_t B, size_t T, size_t 
      * the room of the gates. */
     for (size_t b = 0; b < B; b++) {
         real *z_input = gates + b * T * d4;
-        memset(z_input, 0, steps[b] * d4 * sizeof(real));
-        KERNEL(matmul_add_packed)(steps[b], d_in, d4, u + b * T * d_in, d_in, 1, packed_ih, z_input);
+        KERNEL(product_packed)(steps[b], d_in, d4, u + b * T * d_in, d_in, 1, packed_ih, z_input, false);
         for (size_t tr = 0; tr < steps[b] * d4; tr++) {
             z_input[tr] = (z_input[tr] + bias_ih[tr % d4]) + bias_hh[tr % d4];
         }
@@ -346,8 +393,7 @@ WIDE_VECTORS void KERNEL(lstm_forward)(Arena *arena, size_t B, size_t T, size_t 
             const real *from = t > 0 ? h + (rows[a] * T + t - 1) * d : zeros;
             memcpy(h_prev + a * d, from, d * sizeof(real));
         }
-        memset(z_recurrent, 0, n * d4 * sizeof(real));
-        KERNEL(matmul_add_packed)(n, d, d4, h_prev, d, 1, packed_hh, z_recurrent);
+        KERNEL(product_packed)(n, d, d4, h_prev, d, 1, packed_hh, z_recurrent, false);
         for (size_t a = 0; a < n; a++) {
             size_t bt = rows[a] * T + t;
             /* z_t = (weight_ih · u_t + bias_ih + bias_hh) + weight_hh · h_{t-1} */
@@ -382,7 +428,8 @@ void KERNEL(lstm_backward)(Arena *arena, size_t B, size_t T, size_t d_in, size_t
                            real *g_bias)
 {
     size_t d4 = 4 * d, positions = arena_mul(arena, B, T);
-    real *g_z = arena_alloc(arena, arena_mul(arena, positions, d4), sizeof(real));   /* ∂J/∂z_t [B, T, 4d] */
+    /* ∂J/∂z_t [B, T, 4d], written and read at each row's steps only */
+    real *g_z = arena_alloc_uninit(arena, arena_mul(arena, positions, d4), sizeof(real));
     real *g_h_next = arena_alloc(arena, arena_mul(arena, B, d), sizeof(real));       /* ∂J/∂h_t through step t + 1 */
     real *g_c_next = arena_alloc(arena, arena_mul(arena, B, d), sizeof(real));       /* ∂J/∂c_t through step t + 1 */
     real *g_z_step = arena_alloc(arena, arena_mul(arena, B, d4), sizeof(real));      /* ∂J/∂z_t of the rows at t */
@@ -423,8 +470,7 @@ void KERNEL(lstm_backward)(Arena *arena, size_t B, size_t T, size_t d_in, size_t
             memcpy(g_z_step + a * d4, g_z_t, d4 * sizeof(real));
         }
         /* ∂J/∂h_{t-1} = ∂J/∂z_t · weight_hh */
-        memset(g_h_step, 0, n * d * sizeof(real));
-        KERNEL(matmul_add_packed)(n, d4, d, g_z_step, d4, 1, packed_hh, g_h_step);
+        KERNEL(product_packed)(n, d4, d, g_z_step, d4, 1, packed_hh, g_h_step, false);
         for (size_t a = 0; a < n; a++) {
             memcpy(g_h_next + rows[a] * d, g_h_step + a * d, d * sizeof(real));
         }
@@ -447,30 +493,34 @@ void KERNEL(lstm_backward)(Arena *arena, size_t B, size_t T, size_t d_in, size_t
             g_bias[tr % d4] += g_z_b[tr];
         }
         real *g_u_b = g_u + b * T * d_in;
-        memset(g_u_b, 0, T * d_in * sizeof(real));
-        KERNEL(matmul_add_packed)(n, d4, d_in, g_z_b, d4, 1, packed_ih, g_u_b);
+        KERNEL(product_packed)(n, d4, d_in, g_z_b, d4, 1, packed_ih, g_u_b, false);
+        memset(g_u_b + n * d_in, 0, (T - n) * d_in * sizeof(real)); /* 0 past the row's steps */
     }
 }
 
 /* --- §4.2 one direction's loss, and its gradient (§6.1) --------------------------------------- */
 
 
-/* The largest of x[0..n-1] (n >= 1), by 16 running maxima that the compiler can keep in vectors:
- * the same value as one running maximum unless x holds a NaN (which makes the loss NaN anyway). */
-static real KERNEL(maximum)(size_t n, const real *x)
+/* z += c over a row of n >= 1 logits, and the largest of the sums, in one pass: 16 running maxima
+ * that the compiler can keep in vectors, the same value as one running maximum unless z holds a NaN
+ * (which makes the loss NaN anyway). */
+static inline real KERNEL(add_bias_maximum)(size_t n, real *restrict z, const real *restrict c)
 {
     real top[16];
     for (size_t l = 0; l < 16; l++) {
-        top[l] = x[0];
+        top[l] = z[0] + c[0];
     }
     size_t v = 0;
     for (; v + 16 <= n; v += 16) {
         for (size_t l = 0; l < 16; l++) {
-            top[l] = x[v + l] > top[l] ? x[v + l] : top[l];
+            real x = z[v + l] + c[v + l];
+            z[v + l] = x;
+            top[l] = x > top[l] ? x : top[l];
         }
     }
     for (; v < n; v++) {
-        top[0] = x[v] > top[0] ? x[v] : top[0];
+        z[v] += c[v];
+        top[0] = z[v] > top[0] ? z[v] : top[0];
     }
     real largest = top[0];
     for (size_t l = 1; l < 16; l++) {
@@ -483,19 +533,17 @@ WIDE_VECTORS real KERNEL(output_loss)(Arena *arena, size_t n, size_t d, size_t V
                          const real *out_weight, const real *out_weight_t, const real *out_bias, real *logits,
                          bool grad, real *g_states, real *g_weight, real *g_bias)
 {
-    /* §3.5: W_out · h + c */
-    KERNEL(matmul_add)(n, d, V, states, d, 1, out_weight_t, logits);
+    /* §3.5: W_out · h (+ c below, row by row) */
+    KERNEL(matmul)(n, d, V, states, d, 1, out_weight_t, logits);
     real *ce = arena_alloc(arena, n, sizeof(real));
     real *g_bias_here = arena_alloc(arena, V, sizeof(real));
     /* Row by row, while the row is in cache: its cross-entropy, then (with grad) its gradient
      * ∂(L_dir / 2)/∂z = (softmax(z) - onehot(y)) / n / 2, in the logits' room. */
     for (size_t i = 0; i < n; i++) {
         real *z = logits + i * V;
-        for (size_t v = 0; v < V; v++) {
-            z[v] += out_bias[v];
-        }
-        real largest = KERNEL(maximum)(V, z);
-        real picked = z[target[i]] - largest;
+        size_t y = target[i];
+        real largest = KERNEL(add_bias_maximum)(V, z, out_bias);
+        real picked = z[y] - largest;
         for (size_t v = 0; v < V; v++) {
             z[v] = KERNEL(exp_nonpositive)(z[v] - largest); /* the maximum subtracted: exp never overflows */
         }
@@ -504,11 +552,9 @@ WIDE_VECTORS real KERNEL(output_loss)(Arena *arena, size_t n, size_t d, size_t V
         if (grad) {
             real *g = z;
             for (size_t v = 0; v < V; v++) {
-                g[v] /= total;
-            }
-            g[target[i]] -= (real)1;
-            for (size_t v = 0; v < V; v++) {
-                g[v] = g[v] / (real)n * (real)0.5;
+                real softmax = g[v] / total;
+                real g_v = v == y ? softmax - (real)1 : softmax;
+                g[v] = g_v / (real)n * (real)0.5;
                 g_bias_here[v] += g[v];
             }
         }
@@ -520,10 +566,9 @@ WIDE_VECTORS real KERNEL(output_loss)(Arena *arena, size_t n, size_t d, size_t V
 
     /* Through the shared output layer: to the states, to W_out, to c. */
     const real *g_logits = logits;
-    memset(g_states, 0, arena_mul(arena, n, d) * sizeof(real));
-    KERNEL(matmul_add)(n, V, d, g_logits, V, 1, out_weight, g_states);
-    real *g_weight_here = arena_alloc(arena, arena_mul(arena, V, d), sizeof(real));
-    KERNEL(matmul_add)(V, n, d, g_logits, 1, V, states, g_weight_here); /* g_logitsᵀ, read in place */
+    KERNEL(matmul)(n, V, d, g_logits, V, 1, out_weight, g_states);
+    real *g_weight_here = arena_alloc_uninit(arena, arena_mul(arena, V, d), sizeof(real));
+    KERNEL(matmul)(V, n, d, g_logits, 1, V, states, g_weight_here); /* g_logitsᵀ, read in place */
     for (size_t at = 0; at < V * d; at++) {
         g_weight[at] += g_weight_here[at];
     }

@@ -40,7 +40,7 @@ void matmul_add(const Ctx *ctx, size_t n, size_t k, size_t m, const double *A, c
 
 float *floats_of(const Ctx *ctx, size_t n, const double *x)
 {
-    float *out = arena_alloc(ctx->arena, n, sizeof(float));
+    float *out = arena_alloc_uninit(ctx->arena, n, sizeof(float)); /* every element written below */
     for (size_t i = 0; i < n; i++) {
         out[i] = (float)x[i];
     }

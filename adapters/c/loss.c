@@ -79,19 +79,19 @@ static double direction_loss(const Ctx *ctx, const BiLMPass *pass, const double 
         memcpy(states + i * d, top + scored.at[i] * 2 * d + offset, d * sizeof(double));
     }
     bool grad = g_top != NULL;
-    double *g_states = grad ? arena_doubles(arena, nd) : NULL;
+    double *g_states = grad ? arena_alloc_uninit(arena, nd, sizeof(double)) : NULL;
     double value;
     if (ctx->dtype == FLOAT64) {
         value = output_loss_f64(arena, n, d, V, states, scored.target, p->out_weight, p->out_weight_t, p->out_bias,
-                                arena_doubles(arena, arena_mul(arena, n, V)), grad, g_states,
+                                arena_alloc_uninit(arena, arena_mul(arena, n, V), sizeof(double)), grad, g_states,
                                 grad ? grads->out_weight : NULL, grad ? grads->out_bias : NULL);
     } else {
-        float *g_states32 = grad ? arena_alloc(arena, nd, sizeof(float)) : NULL;
+        float *g_states32 = grad ? arena_alloc_uninit(arena, nd, sizeof(float)) : NULL;
         float *g_weight = grad ? floats_of(ctx, Vd, grads->out_weight) : NULL;
         float *g_bias = grad ? floats_of(ctx, V, grads->out_bias) : NULL;
         value = output_loss_f32(arena, n, d, V, floats_of(ctx, nd, states), scored.target, p->f32.out_weight,
                                 p->f32.out_weight_t, p->f32.out_bias,
-                                arena_alloc(arena, arena_mul(arena, n, V), sizeof(float)), grad, g_states32, g_weight,
+                                arena_alloc_uninit(arena, arena_mul(arena, n, V), sizeof(float)), grad, g_states32, g_weight,
                                 g_bias);
         if (grad) {
             doubles_from(nd, g_states32, g_states);

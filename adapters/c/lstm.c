@@ -44,9 +44,11 @@ LSTMRun lstm_run_new(const Ctx *ctx, size_t B, size_t T, size_t d_in, size_t d)
     run.steps = arena_alloc(arena, B, sizeof(size_t));
     run.u = arena_doubles(arena, arena_mul(arena, positions, d_in));
     run.h = arena_doubles(arena, arena_mul(arena, positions, d));
-    run.c = arena_doubles(arena, arena_mul(arena, positions, d));
-    run.tanh_c = arena_doubles(arena, arena_mul(arena, positions, d));
-    run.gates = arena_doubles(arena, arena_mul(arena, positions, arena_mul(arena, 4, d)));
+    if (ctx->dtype == FLOAT64) { /* a float32 run keeps these as floats only (run.f32) */
+        run.c = arena_doubles(arena, arena_mul(arena, positions, d));
+        run.tanh_c = arena_doubles(arena, arena_mul(arena, positions, d));
+        run.gates = arena_doubles(arena, arena_mul(arena, positions, arena_mul(arena, 4, d)));
+    }
     return run;
 }
 

@@ -32,7 +32,7 @@ typedef struct {
     size_t *steps;   /* [B] */
     double *u;       /* [B, T, d_in] inputs, filled by the caller */
     double *h;       /* [B, T, d] outputs h_t */
-    double *c;       /* [B, T, d] cell states c_t */
+    double *c;       /* [B, T, d] cell states c_t (these three NULL in a float32 run: see f32) */
     double *tanh_c;  /* [B, T, d] tanh(c_t) */
     double *gates;   /* [B, T, 4d] i_t, f_t, g_t, o_t after their nonlinearities */
     struct {         /* a float32 run's arrays as the kernel left them, for the backward pass; NULL in
