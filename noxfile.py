@@ -69,17 +69,18 @@ def dashboard(session: nox.Session) -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """The project's own tests, on every core (pytest-xdist): the harness's self-tests, the whole
-    suite on jax and c, the C mutants' gate of §13.1, and numpy's full parity of the suite and the
-    mutation matrix in-process and through the protocol (torch's full parity: `nox -s parity`)."""
+    suite on jax and c, the C mutants' gate of §13.1, numpy's full parity of the suite in-process and
+    through the protocol, and of its mutation matrix with --fail-fast (the full matrices and torch's
+    full parity: `nox -s parity`)."""
     session.install(*REQUIREMENTS, "jax")
     session.run("python", "-m", "pytest", "tests", "-n", "auto", "-m", "not full_parity", *session.posargs)
 
 
 @nox.session
 def parity(session: nox.Session) -> None:
-    """torch's full parity (tests/test_parity.py): the whole suite and the mutation matrix in-process
-    and through the protocol server, with the same verdicts (minutes; `nox -s tests` runs a cheaper
-    check of the same property)."""
+    """The full parity passes (tests/test_parity.py): torch's whole suite, and numpy's and torch's
+    mutation matrices with every killer of every mutant, in-process and through the protocol server,
+    with the same verdicts (minutes; `nox -s tests` runs a cheaper check of each)."""
     session.install(*REQUIREMENTS)
     session.run("python", "-m", "pytest", "tests/test_parity.py", "-m", "full_parity", *session.posargs)
 

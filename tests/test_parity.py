@@ -3,9 +3,10 @@ the same verdicts through the protocol server (conformance/serve.py) as in-proce
 and torch adapters: the same outcome for every test, and every mutant the same status with the
 same killing tests.
 
-These runs take minutes. numpy's full pass runs with the project's tests (`nox -s tests`, where
-the in-process mutation run is also the gate of spec §13.1: every catalog mutant killed by
-its expected tests); torch's full pass is marked `full_parity` and runs in `nox -s parity`, while
+These runs take minutes. numpy's full pass of the suite runs with the project's tests (`nox -s
+tests`), and so does its mutation matrix with `--fail-fast`, whose in-process run is also the gate
+of spec §13.1 (every catalog mutant killed by its expected tests); the matrix with every killer of
+every mutant, and torch's full pass, are marked `full_parity` and run in `nox -s parity`, while
 `nox -s tests` keeps a cheaper torch check of the same property: the suite's results and error
 answers (§3, §5, §8) through the protocol against in-process
 (`test_torch_results_and_errors_are_the_same_through_the_protocol`)."""
@@ -40,9 +41,20 @@ def suite_outcomes(impl: str, tmp_path: Path, tag: str, *options: str) -> dict[s
     return result.outcomes
 
 
-def mutation_verdicts(impl: str, tmp_path: Path, tag: str) -> tuple[int, dict[str, tuple[str, list[str]]], str]:
+def mutation_verdicts(
+    impl: str, tmp_path: Path, tag: str, *options: str
+) -> tuple[int, dict[str, tuple[str, list[str]]], str]:
     out = tmp_path / tag
-    command = [sys.executable, "-m", "elmo_conformance.conformance.mutants", "--impl", impl, "--out", str(out)]
+    command = [
+        sys.executable,
+        "-m",
+        "elmo_conformance.conformance.mutants",
+        "--impl",
+        impl,
+        "--out",
+        str(out),
+        *options,
+    ]
     done = subprocess.run([*command, "--no-html"], cwd=ROOT, capture_output=True, text=True, timeout=3600)
     report = json.loads((out / "mutation-report.json").read_text())
     verdicts = {
@@ -78,11 +90,23 @@ def test_torch_results_and_errors_are_the_same_through_the_protocol(tmp_path: Pa
     assert not differ and len(through) == len(direct), differ
 
 
-@pytest.mark.parametrize("impl", IMPLS)
-def test_the_mutation_matrix_gives_the_same_verdicts_through_the_protocol(impl: str, tmp_path: Path) -> None:
-    code, direct, output = mutation_verdicts(impl, tmp_path, "in-process")
+# numpy's matrix with --fail-fast runs in `nox -s tests`: each mutant stops once its expected killers
+# have run and one test killed it, so the gate of §13.1 and the statuses are the same, and the
+# killers it lists are those it ran; every killer of every mutant is compared in `nox -s parity`.
+MATRICES = [
+    pytest.param("numpy", ("--fail-fast",), id="numpy-fail-fast"),
+    pytest.param("numpy", (), id="numpy", marks=FULL),
+    pytest.param("torch", (), id="torch", marks=FULL),
+]
+
+
+@pytest.mark.parametrize("impl, options", MATRICES)
+def test_the_mutation_matrix_gives_the_same_verdicts_through_the_protocol(
+    impl: str, options: tuple[str, ...], tmp_path: Path
+) -> None:
+    code, direct, output = mutation_verdicts(impl, tmp_path, "in-process", *options)
     assert code == 0, output[-4000:]  # the gate of §13.1, in-process
-    code, through, output = mutation_verdicts(served(impl), tmp_path, "served")
+    code, through, output = mutation_verdicts(served(impl), tmp_path, "served", *options)
     assert code == 0, output[-4000:]
     assert sorted(through) == sorted(direct)
     differ = [
