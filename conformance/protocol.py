@@ -169,7 +169,7 @@ def protocol() -> Protocol:
     data = json.loads((SPEC_DIR / "protocol.json").read_text(encoding="utf-8"))
     schema = json.loads((SPEC_DIR / "schemas" / "protocol.schema.json").read_text(encoding="utf-8"))
     try:
-        jsonschema.validate(data, schema)
+        jsonschema.validators.validator_for(schema)(schema).validate(data)  # the schema itself: tests/test_protocol.py
     except jsonschema.ValidationError as exc:
         raise ValueError(f"spec/protocol.json does not match its schema: {exc.message}") from None
     groups = {group["name"]: group["component"] for group in data["groups"]}
