@@ -25,7 +25,7 @@ PROGRAM = "elmo-c"
 WARNINGS = ["-Wall", "-Wextra", "-Wpedantic", "-Wshadow", "-Wvla", "-Wstrict-prototypes", "-Werror"]
 # -ffp-contract=off: no fused multiply-adds, so that each product and sum is rounded as written
 # (float32 arithmetic is emulated by rounding every result, real.h); kernels.c allows them around
-# its float kernels only, so the float64 results stay bitwise the same on every machine. -fno-trapping-math: no program
+# its kernels only (both dtypes, as NumPy's BLAS computes), within §10's tolerances. -fno-trapping-math: no program
 # here reads the floating-point exception flags, so a comparison may be computed for every vector
 # lane (as in the kernels' exp); no value changes.
 COMMON = ["-std=c11", "-ffp-contract=off", "-fno-trapping-math", *WARNINGS]

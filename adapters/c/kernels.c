@@ -15,21 +15,18 @@ enum { PRODUCT_ROWS = 8, PRODUCT_DEPTH = 256, PRODUCT_STRIPE = 48, PRODUCT_PANEL
  * target has (as several registers where they are narrower than 64 bytes); elsewhere the products
  * are plain loops. The block kernel is also compiled for AVX2 and AVX-512 on x86-64 with glibc,
  * which picks the widest the processor has when the program starts: the program runs on every
- * x86-64. The float64 results do not depend on the choice, as no operation is fused or reordered.
- * The float32 kernels may fuse a product into a sum (below); their AVX2 clone is x86-64-v3 (AVX2
- * with FMA) so that it can. */
+ * x86-64. Its AVX2 clone is x86-64-v3 (AVX2 with FMA), so that a product may be fused into the
+ * sum it is added to (below) on every clone but the baseline's. */
 #if defined(__GNUC__)
 #define VECTORS
 #endif
 #if defined(__GNUC__) && defined(__x86_64__) && defined(__GLIBC__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
-#define WIDE_VECTORS_F64 __attribute__((target_clones("avx512f", "avx2", "default")))
-#define WIDE_VECTORS_F32 __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
+#define WIDE_VECTORS __attribute__((target_clones("avx512f", "arch=x86-64-v3", "default")))
 #endif
 #endif
-#ifndef WIDE_VECTORS_F64
-#define WIDE_VECTORS_F64
-#define WIDE_VECTORS_F32
+#ifndef WIDE_VECTORS
+#define WIDE_VECTORS
 #endif
 /* A loop of a constant, small count unrolled, so that the loop around it can be vectorized. */
 #if defined(__GNUC__)
@@ -38,12 +35,23 @@ enum { PRODUCT_ROWS = 8, PRODUCT_DEPTH = 256, PRODUCT_STRIPE = 48, PRODUCT_PANEL
 #define UNROLLED
 #endif
 
+/* In both dtypes a product may be fused into the sum it is added to (a multiply-add rounded once,
+ * as NumPy's BLAS does), in these kernels only: the build's -ffp-contract=off keeps every other
+ * operation of the program as written. A kernel's result may so differ in its last bits from one
+ * processor to another (FMA or not), well within the tolerances of spec/tolerances.json; on one
+ * machine it is reproducible, and each element's terms are still added in index order. */
+#if defined(__clang__)
+#pragma clang fp contract(fast)
+#elif defined(__GNUC__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=fast")
+#endif
+
 /* Each type's exp_nonpositive (kernels_real.h): an unsigned integer of its width, its mantissa bits
  * and exponent bias, the degree of the Taylor series, the lowest argument whose 2^n is normal, and
  * ln 2 as a part whose products with every n are exact plus the rest. */
 #define real double
 #define KERNEL KERNEL_F64
-#define WIDE_VECTORS WIDE_VECTORS_F64
 #define EXP_BITS uint64_t
 #define EXP_MANTISSA_BITS 52
 #define EXP_BIAS 1023
@@ -60,24 +68,10 @@ enum { PRODUCT_ROWS = 8, PRODUCT_DEPTH = 256, PRODUCT_STRIPE = 48, PRODUCT_PANEL
 #undef EXP_LN2_HI
 #undef EXP_LN2_LO
 #undef KERNEL
-#undef WIDE_VECTORS
 #undef real
 
-/* float32: a product may be fused into the sum it is added to (a multiply-add rounded once, as
- * NumPy's BLAS does), here only; the build's -ffp-contract=off keeps every double operation as
- * written, so the float64 results stay bitwise the same on every machine. A float32 result may
- * differ in its last bits from one processor to another (FMA or not), well within float32's
- * tolerances (spec/tolerances.json); on one machine it is reproducible, and each element's terms
- * are still added in index order. */
-#if defined(__clang__)
-#pragma clang fp contract(fast)
-#elif defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC optimize("fp-contract=fast")
-#endif
 #define real float
 #define KERNEL KERNEL_F32
-#define WIDE_VECTORS WIDE_VECTORS_F32
 #define TANH_VECTORIZED
 #define EXP_BITS uint32_t
 #define EXP_MANTISSA_BITS 23
@@ -96,7 +90,6 @@ enum { PRODUCT_ROWS = 8, PRODUCT_DEPTH = 256, PRODUCT_STRIPE = 48, PRODUCT_PANEL
 #undef EXP_LN2_LO
 #undef KERNEL
 #undef real
-#undef WIDE_VECTORS
 #undef TANH_VECTORIZED
 #if !defined(__clang__) && defined(__GNUC__)
 #pragma GCC pop_options
