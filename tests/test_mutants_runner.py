@@ -19,7 +19,7 @@ import pytest
 from elmo_conformance.conformance.mutants.html import SCHEMA, SCHEMA_VERSION, NpmUnavailable, npm_package
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "tests" / "examples" / "declares_mutants.py"
+EXAMPLE = ROOT / "tests" / "examples" / "declares_replacing_mutants.py"
 
 
 def run_mutants(cwd: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
@@ -65,11 +65,17 @@ def test_a_third_party_adapters_mutants_extras_included_are_run_and_judged(examp
     assert "the worker process exited with code 3" in mutants["x-crash"]["statusReason"]
     assert "possibly equivalent" in mutants["x-same"]["statusReason"]
     assert "probe_accuracy() in float64: float64 instead of float" in mutants["x-numpy-scalar"]["statusReason"]
-    assert len(mutants["x-rowmeans"]["coveredBy"]) == mutants["x-rowmeans"]["testsCompleted"] > 200
+    # Without `replaces` (x-crash) every test of the baseline is selected; with it, the tests that
+    # reach the replaced function, and a mutant runs every one of them, not only up to its first kill.
+    everything = mutants["x-crash"]["coveredBy"]
+    assert len(everything) > 200 and mutants["x-crash"]["testsCompleted"] == 0
+    assert set(mutants["x-same"]["coveredBy"]) < set(everything)
+    rowmeans = mutants["x-rowmeans"]
+    assert 1 < len(rowmeans["killedBy"]) < len(rowmeans["coveredBy"]) == rowmeans["testsCompleted"]
     not_listed = {(m["mutant"], m["status"]) for m in report["config"]["notListed"]}
     assert not_listed == {(f"s{n:02}", "NotDeclared") for n in range(3, 11)}
     [source] = [k for k in report["files"]]
-    assert source == "tests/examples/declares_mutants.py"
+    assert source == "tests/examples/declares_replacing_mutants.py"
     start = mutants["x-crash"]["location"]["start"]["line"]
     assert report["files"][source]["source"].splitlines()[start - 1] == "class Crashes(Mine):"
 
@@ -177,24 +183,36 @@ def remove_assertion(test_file: Path, test: str) -> None:
 
 def test_deleting_the_assertion_a_catalog_mutant_depends_on_fails_the_session(tmp_path: Path) -> None:
     """test_bilm_loss_targets is s07's expected killer (spec/mutants.json); without its check of
-    the loss value, other tests still kill s07, but the runner must name the killer that missed."""
+    the loss value, other tests still kill s07, but the runner must name the killer that missed.
+
+    The copy's suite is test_loss.py alone (s07's expected killer and another of its killers), run
+    once intact, where the session passes, and once without the assertion, where it fails."""
     copy = tmp_path / "repo"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "reports")
+
+    def ignore_other_suite_files(folder: str, names: list[str]) -> set[str]:
+        others = {n for n in names if n.startswith("test_") and n.endswith(".py") and n != "test_loss.py"}
+        return ignore(folder, names) | (others if Path(folder) == ROOT / "conformance" else set())
+
     for folder in ("elmo_conformance", "adapters", "conformance", "reference", "fixtures", "spec"):
-        shutil.copytree(ROOT / folder, copy / folder, ignore=ignore)
+        shutil.copytree(ROOT / folder, copy / folder, ignore=ignore_other_suite_files)
     shutil.copy(ROOT / "pyproject.toml", copy / "pyproject.toml")
+    assert sorted(p.name for p in (copy / "conformance").glob("test_*.py")) == ["test_loss.py"]
+    args = ("--impl", "numpy", "--mutant", "s07", "--workers", "1", "--no-html")
+
+    intact = run_mutants(copy, tmp_path / "intact", *args)
+    assert intact.returncode == 0, intact.stdout + intact.stderr
+    assert "1 detected by every expected killer" in intact.stdout, intact.stdout
+
     remove_assertion(copy / "conformance" / "test_loss.py", "test_bilm_loss_targets")
     assert "np.isclose(got, want" not in (copy / "conformance" / "test_loss.py").read_text(encoding="utf-8")
-
-    done = run_mutants(copy, tmp_path / "out", "--impl", "numpy", "--mutant", "s07", "--no-html")
+    done = run_mutants(copy, tmp_path / "out", *args)
     output = done.stdout + done.stderr
     assert done.returncode == 1, output
+    assert "numpy s07: Killed by" in output, "other tests still kill it"
     assert "numpy s07 (the forward direction is scored on the current token" in output
     assert (
         "expected killer(s) did not kill it: conformance/test_loss.py::test_bilm_loss_targets[numpy-float64] passed"
         in output
     )
     assert "reproduce: nox -s conformance -- --impl numpy --mutant s07 -k test_bilm_loss_targets" in output
-
-    intact = run_mutants(ROOT, tmp_path / "intact", "--impl", "numpy", "--mutant", "s07", "--no-html")
-    assert intact.returncode == 0, intact.stdout + intact.stderr
