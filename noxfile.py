@@ -78,7 +78,8 @@ def tests(session: nox.Session) -> None:
     through the protocol, and of its mutation matrix with --fail-fast (the full matrices and torch's
     full parity: `nox -s parity`)."""
     session.install(*REQUIREMENTS, "jax")
-    command = ("python", "-m", "pytest", "tests", "-n", "auto", "-m", "not full_parity")
+    # --dist loadgroup: the tests that share one run (tests/conftest.py) run on one worker
+    command = ("python", "-m", "pytest", "tests", "-n", "auto", "--dist", "loadgroup", "-m", "not full_parity")
     session.run(*command, *session.posargs, env=WRITE_BYTECODE)
 
 

@@ -19,6 +19,9 @@ from elmo_conformance.running import RunResult
 
 ROOT = Path(__file__).resolve().parent.parent
 BROKEN = ROOT / "tests" / "broken"
+# The tests that read the one shared whole-suite run of the reference (tests/conftest.py): one
+# pytest-xdist worker runs them all (`--dist loadgroup`), so the run happens once.
+NUMPY_REFERENCE_RUN = pytest.mark.xdist_group("numpy-reference-run")
 
 
 def run_suite(

@@ -14,9 +14,10 @@ from elmo_conformance.fixtures.drift import compare_value, quantity_of, toleranc
 from elmo_conformance.fixtures.manifest import fixture_files
 from elmo_conformance.fixtures.provenance import code_files, code_hashes, stale_code, third_party_imports
 from elmo_conformance.fixtures.store import FIXTURES_DIR, MANIFEST_NAME, REPO_ROOT, SPEC_DIR, load_json
-from elmo_conformance.fixtures.suite import check_mutant, check_reference
+from elmo_conformance.fixtures.suite import ReferenceRun, check_mutant, judge_reference
 from elmo_conformance.fixtures.thresholds import describe, threshold_rows
 from elmo_conformance.fixtures.validate import FAIL, PASS, WARN, check_provenance
+from tests.suite_runs import NUMPY_REFERENCE_RUN
 
 # ---------------------------------------------------------------------------------------- drift
 
@@ -180,9 +181,10 @@ def test_provenance_reports_what_was_recorded() -> None:
 # ----------------------------------------------------------------------------- checks 6 and 7
 
 
-def test_check_6_reports_the_tests_that_read_each_fixture() -> None:
+@NUMPY_REFERENCE_RUN
+def test_check_6_reports_the_tests_that_read_each_fixture(numpy_reference_run: ReferenceRun) -> None:
     names = fixture_files(FIXTURES_DIR)
-    results = {r.subject: r for r in check_reference(FIXTURES_DIR, names)}
+    results = {r.subject: r for r in judge_reference(numpy_reference_run, names)}
     assert {name: results[name].status for name in names} == {name: PASS for name in names}
     assert "(test_golden.py)" in results["golden_bilm.npz"].detail
     assert "(test_learning.py)" in results["learning_thresholds.tsv"].detail

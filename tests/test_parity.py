@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 import elmo_conformance
+from tests.suite_runs import NUMPY_REFERENCE_RUN
 
 ROOT = Path(__file__).resolve().parent.parent
 FULL = pytest.mark.full_parity
@@ -65,11 +66,19 @@ def mutation_verdicts(
     return done.returncode, verdicts, done.stdout + done.stderr
 
 
+@NUMPY_REFERENCE_RUN
 @pytest.mark.parametrize("impl", IMPLS)
-def test_the_suite_gives_the_same_verdicts_through_the_protocol(impl: str, tmp_path: Path) -> None:
+def test_the_suite_gives_the_same_verdicts_through_the_protocol(
+    impl: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     # --in-process: a Python adapter otherwise runs behind the protocol server too (§11.1).
     direct = suite_outcomes(impl, tmp_path, "in-process", "--in-process")
-    through = suite_outcomes(served(impl), tmp_path, "served")
+    if impl == "numpy":  # `--impl numpy` is served by a child process: the run fixtures check 6 reads too
+        run = request.getfixturevalue("numpy_reference_run")
+        assert run.code == 0 and run.outcomes, f"exit {run.code}: {run.output}"
+        through = run.outcomes
+    else:
+        through = suite_outcomes(served(impl), tmp_path, "served")
     assert set(direct.values()) <= {"passed", "skipped"}, "the built-in adapters pass everything"
     differ = [
         f"{nodeid}: {outcome} in-process, {through.get(nodeid)} through the protocol"
