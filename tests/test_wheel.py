@@ -281,6 +281,29 @@ def test_the_installed_mutation_runner_kills_the_adapters_mutants(installed: Ins
     assert statuses == {"s01": "Killed", "x-no-gamma": "Killed"}, done.stdout[-3000:]
 
 
+def test_the_installed_mutate_generates_a_report_for_a_new_implementation(installed: Installed) -> None:
+    """§13.2 from the user's own directory with the wheel installed: an implementation that declares
+    no mutant (tests/examples/outside_mix.py) gets mutants generated from its own file, run and
+    reported, and its file is left as it was. Two chosen mutants and the tests that judge them keep
+    it short: one the suite kills, one in a function nothing calls (NoCoverage)."""
+    from elmo_conformance.conformance.mutants.generate import generate
+
+    mine = installed.work / "mine_mix.py"
+    shutil.copy(ROOT / "tests" / "examples" / "outside_mix.py", mine)
+    before = mine.read_bytes()
+    ids = {m.label().split("  ", 1)[1]: m.id for m in generate(mine)}
+    chosen = ["--mutant", ids["e / total -> None"], "--mutant", ids["e = np.exp(s) -> pass"]]
+    args = ["mutate", "--impl", "mine_mix.py", "-k", "hand_example", "--no-html", "--out", "generated", *chosen]
+    done = _check(installed.run(installed.command, *args))
+    report = json.loads((installed.work / "generated" / "mutation-report.json").read_text(encoding="utf-8"))
+    assert report["framework"]["version"] == elmo_conformance.__version__
+    [(path, entry)] = report["files"].items()
+    assert path == "mine_mix.py" and "def softmax(s):" in entry["source"], "the user's own file, as they named it"
+    statuses = {m["description"].split("  ", 1)[1]: m["status"] for m in entry["mutants"]}
+    assert statuses == {"e / total -> None": "Killed", "e = np.exp(s) -> pass": "NoCoverage"}, done.stdout[-3000:]
+    assert mine.read_bytes() == before, "the user's file changed"
+
+
 def test_the_installed_fixtures_are_checked_and_never_regenerated(installed: Installed) -> None:
     done = _check(installed.run(installed.command, "fixtures", "--skip", "mutants", "--impl", "mylib"))
     regenerate = [line for line in done.stdout.splitlines() if line.startswith("[5 regenerate]")]
