@@ -80,7 +80,7 @@ def test_an_empty_mutant_id_in_a_declaration_fails_the_run(tmp_path: Path) -> No
 
 def test_a_run_in_which_no_mutant_ran_never_passes(tmp_path: Path) -> None:
     """forward_only.py declares no mutant: the gate has checked nothing and must say so."""
-    done = run_mutants(tmp_path, "--impl", str(BROKEN / "forward_only.py"), "--mutant", "s01", "--workers", "2")
+    done = run_mutants(tmp_path, "--impl", str(BROKEN / "forward_only.py"), "--mutant", "s01", "--workers", "1")
     output = done.stdout + done.stderr
     assert done.returncode == 1, output
     assert "no mutant was run, so nothing was checked (forward-only: 1 not declared)" in output
