@@ -94,7 +94,7 @@ def test_the_terminal_table_and_the_markdown_summary(example) -> None:
     summary = (out / "summary.md").read_text(encoding="utf-8")
     assert summary.startswith("## Mutation testing (spec §13): ❌ failed")
     assert "x-crash" in summary.split("### Problems")[1], "the mutant that could not be judged is the problem"
-    assert "| x-hang | (extra) probe_accuracy never returns. | timeout |" in summary
+    assert "| x-hang | (extra) scalar_mix never returns. | timeout |" in summary
 
 
 def published_schema() -> dict:

@@ -68,11 +68,11 @@ class MeanOfRowMeans(Mine):
 
 
 class Hangs(Mine):
-    """probe_accuracy never returns."""
+    """scalar_mix never returns."""
 
-    replaces = (reference.probe_accuracy,)
+    replaces = (reference.scalar_mix,)  # its deadline: the short tests of the mix, not the probe's training
 
-    def probe_accuracy(self, W, b, features, labels):
+    def scalar_mix(self, s, gamma, layers):
         while True:
             time.sleep(1)
 
