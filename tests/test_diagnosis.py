@@ -26,6 +26,17 @@ def run_suite(tmp_path: Path, impl: str, *args: str) -> tuple[int, dict, str]:
     return code, report, output
 
 
+_RUNS: dict[tuple[str, ...], tuple[int, dict, str]] = {}
+
+
+def run_suite_once(tmp_path_factory: pytest.TempPathFactory, impl: str, *args: str) -> tuple[int, dict, str]:
+    """run_suite, one run per command line in this process: tests that judge the same run share it."""
+    key = (impl, *args)
+    if key not in _RUNS:
+        _RUNS[key] = run_suite(tmp_path_factory.mktemp("run"), impl, *args)
+    return _RUNS[key]
+
+
 def outcome(report: dict, test: str, case: str | None = None) -> dict:
     found = [t for t in report["tests"] if t["test"] == test and (case is None or t["case"] == case)]
     assert found, f"{test} did not run"
@@ -201,10 +212,10 @@ def test_the_strategies_draw_the_values_that_break_implementations() -> None:
     ],
 )
 def test_a_differential_biLM_failure_names_the_stack_and_layer(
-    tmp_path: Path, mutant: str, heading: str, says: str
+    tmp_path_factory: pytest.TempPathFactory, mutant: str, heading: str, says: str
 ) -> None:
-    code, report, output = run_suite(
-        tmp_path, "numpy", "--mutant", mutant, "--dtype", "float64", "-k", "layers_and_logits_match_reference"
+    code, report, output = run_suite_once(
+        tmp_path_factory, "numpy", "--mutant", mutant, "--dtype", "float64", "-k", "layers_and_logits_match_reference"
     )
     assert code == 1, output
     message = outcome(report, "test_layers_and_logits_match_reference")["message"]
@@ -241,9 +252,9 @@ def test_a_layer_normalized_scalar_mix_is_named(tmp_path: Path) -> None:
         assert "the layers look layer-normalized before mixing (as AllenNLP's ScalarMix" in message
 
 
-def test_a_property_tests_failing_example_is_in_its_message(tmp_path: Path) -> None:
-    code, report, output = run_suite(
-        tmp_path, "numpy", "--mutant", "s03", "--dtype", "float64", "-k", "layers_and_logits_match_reference"
+def test_a_property_tests_failing_example_is_in_its_message(tmp_path_factory: pytest.TempPathFactory) -> None:
+    code, report, output = run_suite_once(
+        tmp_path_factory, "numpy", "--mutant", "s03", "--dtype", "float64", "-k", "layers_and_logits_match_reference"
     )
     assert code == 1, output
     message = outcome(report, "test_layers_and_logits_match_reference")["message"]
