@@ -17,9 +17,13 @@ a floor) and the outputs are sliced back, where the spec makes the padding chang
   the loss, a mean over real targets (§4.2), has nothing more to average; extra layers above R^L
   (a layer never reads a higher one, §3.2, §3.3), whose outputs are dropped, while the logits read
   R^L through a traced index.
-- ScalarMix (§5, §6.3): each layer flattened and padded with zeros (the mix is elementwise).
+- ScalarMix (§5, §6.3): each layer flattened and padded with zeros (the mix is elementwise), and
+  extra layers, all 0, with s_k = -inf (softmax weight exactly 0) whose terms elmo.py's mix selects
+  away.
 - The probe (§7): extra zero feature columns (constant: μ = 0, σ = 1, so their weights stay 0),
-  and extra rows labelled -1, which elmo.py's probe counts as no example (§7.1, §7.2, §7.5).
+  extra rows labelled -1, which elmo.py's probe counts as no example (§7.1, §7.2, §7.5), and extra
+  classes whose bias is -inf (probability exactly 0, so their weights stay 0 and argmax never
+  picks them).
 
 A padded sum adds exact zeros, so the results agree with unpadded ones up to the order of a
 reduction, well inside §10's tolerances; a bitwise check (§1.4, §3.2-§3.4) compares calls of the
@@ -32,7 +36,6 @@ The classes are class attributes so that a mutant (mutants.py) can swap one for 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import partial
 from typing import Any
 
 import jax
@@ -45,9 +48,31 @@ from .elmo import BiLM, LinearProbe, ScalarMix
 
 Params = dict[str, np.ndarray]
 
-# The suite calls with many small shapes; at these sizes LLVM's optimizations cost more compile
-# time than they save in run time.
-_jit = partial(jax.jit, compiler_options={"xla_backend_optimization_level": 0})
+# A biLM call of at least this many padded tokens (B' T') runs a program that LLVM optimizes fully.
+# The suite calls with many small shapes, where LLVM's optimizations cost more compile time than
+# they save in run time; a large batch is what a training loop calls again and again (§9's
+# experiment: 150 steps on 72 sentences), where the optimized program runs about 5x faster.
+OPTIMIZED_TOKENS = 1024
+
+
+class _Program:
+    """One function `jax.jit`-compiled two ways: quickly (LLVM at -O0) or fully optimized. A call
+    of given shapes always takes the same way, so it always runs the same program (§1.4)."""
+
+    def __init__(self, function: Any) -> None:
+        self.quick = jax.jit(function, compiler_options={"xla_backend_optimization_level": 0})
+        self.optimized = jax.jit(function)
+
+    def __call__(self, *args: Any, optimized: bool = False) -> Any:
+        return (self.optimized if optimized else self.quick)(*args)
+
+    def _cache_size(self) -> int:
+        return self.quick._cache_size() + self.optimized._cache_size()
+
+    def clear_cache(self) -> None:
+        self.quick.clear_cache()
+        self.optimized.clear_cache()
+
 
 # A compiled program holds about 50 memory mappings until its cache entry is dropped. A long
 # session with many shape buckets would reach Linux's default limit (vm.max_map_count = 65530),
@@ -58,7 +83,18 @@ MAX_PROGRAMS = 256
 # The floor of each padded size: every configuration the suite draws (§14: B <= 4, T <= 6, V <= 9,
 # d <= 5, L <= 3; probe N <= 24, D <= 5; a mixed layer of at most 64 values) and most fixtures fit
 # in the first bucket. L is padded up to its floor only (a deeper stack is compiled as it is).
-LEAST = {"batch": 8, "steps": 8, "vocab": 16, "d": 8, "layers": 3, "rows": 128, "features": 8, "values": 512}
+LEAST = {
+    "batch": 8,
+    "steps": 8,
+    "vocab": 16,
+    "d": 8,
+    "layers": 3,
+    "rows": 128,
+    "features": 32,
+    "classes": 4,
+    "values": 512,
+    "mixed": 4,
+}
 
 
 def bucket(n: int, least: int) -> int:
@@ -111,6 +147,7 @@ class _BiLMPadding:
         self.batch_p, self.steps_p = bucket(batch, LEAST["batch"]), bucket(steps, LEAST["steps"])
         self.vocab_p, self.d_p = bucket(vocab, LEAST["vocab"]), bucket(d, LEAST["d"])
         self.n_layers_p = max(n_layers, LEAST["layers"])
+        self.large = self.batch_p * self.steps_p >= OPTIMIZED_TOKENS  # compiled fully optimized
 
     def _gates(self, x: np.ndarray) -> np.ndarray:
         """[4d, ...] (gates i, f, g, o, §2.2) -> [4d', ...], each gate's extra units 0; columns d -> d'."""
@@ -217,30 +254,30 @@ class JaxAdapter:
             _, pullback = jax.vjp(lambda p: bilm.layers(p, ids, lengths), params)
             return pullback(g_layers)[0]
 
-        def mix_vjp(s: jax.Array, gamma: jax.Array, layers: list, g_out: jax.Array) -> tuple:
-            _, pullback = jax.vjp(mix.mix, s, gamma, layers)
+        def mix_vjp(s: jax.Array, gamma: jax.Array, layers: list, real: jax.Array, g_out: jax.Array) -> tuple:
+            _, pullback = jax.vjp(lambda s, gamma, layers: mix.mix(s, gamma, layers, real), s, gamma, layers)
             return pullback(g_out)
 
-        self._forward = _jit(forward)
-        self._loss = _jit(jax.value_and_grad(loss))
-        self._layers_vjp = _jit(layers_vjp)
-        self._mix = _jit(mix.mix)
-        self._mix_vjp = _jit(mix_vjp)
-        self._fit = _jit(probe.fit, static_argnums=2)  # n_classes fixes the shapes
-        self._correct = _jit(probe.correct)
+        self._forward = _Program(forward)
+        self._loss = _Program(jax.value_and_grad(loss))
+        self._layers_vjp = _Program(layers_vjp)
+        self._mix = _Program(mix.mix)
+        self._mix_vjp = _Program(mix_vjp)
+        self._fit = _Program(probe.fit)
+        self._correct = _Program(probe.correct)
         self._compiled: set[tuple] = set()
 
-    def _run(self, function: Any, *args: Any) -> Any:
+    def _run(self, function: _Program, *args: Any, optimized: bool = False) -> Any:
         """Run a compiled function on the CPU device and bring the result back as NumPy."""
-        signature = (function, _signature(args))
+        signature = (function, optimized, _signature(args))
         if signature not in self._compiled:
             if len(self._compiled) >= MAX_PROGRAMS:
-                for compiled in {f for f, _ in self._compiled}:
+                for compiled in {f for f, _, _ in self._compiled}:
                     compiled.clear_cache()
                 self._compiled.clear()
             self._compiled.add(signature)
         with jax.default_device(self._cpu):
-            return _to_numpy(function(*_to_jax(args)))
+            return _to_numpy(function(*_to_jax(args), optimized=optimized))
 
     # -- the biLM (§3, §4, §6.1, §6.2) --
 
@@ -255,7 +292,7 @@ class JaxAdapter:
 
     def _forward_call(self, params: Params, ids: np.ndarray, lengths: np.ndarray | None) -> tuple:
         padding, padded, _ = self._bilm_inputs(params, ids, lengths)
-        layers, logits = self._run(self._forward, *padded)
+        layers, logits = self._run(self._forward, *padded, optimized=padding.large)
         unpadded = [padding.unlayer(layer) for layer in layers[: padding.n_layers + 1]]
         return unpadded, tuple(padding.unlogits(z) for z in logits)
 
@@ -270,7 +307,7 @@ class JaxAdapter:
     def _loss_call(self, params: Params, ids: np.ndarray, lengths: np.ndarray | None) -> tuple[float, Params]:
         padding, padded, full = self._bilm_inputs(params, ids, lengths)
         validate.check_has_targets(lengths, full)
-        loss, grads = self._run(self._loss, *padded)
+        loss, grads = self._run(self._loss, *padded, optimized=padding.large)
         return float(loss), padding.unparams(grads, params)
 
     def bilm_loss(self, params: Params, ids: np.ndarray, lengths: np.ndarray | None = None) -> float:
@@ -285,7 +322,8 @@ class JaxAdapter:
         padding, (padded_params, padded_ids, padded_lengths, _), _ = self._bilm_inputs(params, ids, lengths)
         validate.check_g_layers(g_layers, padding.n_layers, (*ids.shape, 2 * padding.d))
         g_padded = padding.g_layers(g_layers, params["embedding"].dtype)
-        grads = self._run(self._layers_vjp, padded_params, padded_ids, padded_lengths, g_padded)
+        args = (padded_params, padded_ids, padded_lengths, g_padded)
+        grads = self._run(self._layers_vjp, *args, optimized=padding.large)
         return padding.unparams(grads, params)
 
     # -- ScalarMix (§5, §6.3) --
@@ -296,11 +334,21 @@ class JaxAdapter:
         flat = np.asarray(x, dtype).reshape(-1)
         return _pad(flat, (bucket(flat.size, LEAST["values"]),))
 
+    @classmethod
+    def _mix_inputs(cls, s: np.ndarray, layers: list[np.ndarray], dtype: np.dtype) -> tuple:
+        """(s padded with -inf, the layers flattened and padded, with zero layers added, the mask of
+        the real layers)."""
+        count = bucket(len(layers), LEAST["mixed"])
+        flat = [cls._flat(layer, dtype) for layer in layers]
+        flat += [np.zeros_like(flat[0]) for _ in range(len(layers), count)]
+        s_padded = _pad(np.asarray(s, dtype).reshape(-1), (count,), -np.inf)
+        return s_padded, flat, np.arange(count) < len(layers)
+
     def scalar_mix(self, s: np.ndarray, gamma: np.ndarray, layers: list[np.ndarray]) -> np.ndarray:
         validate.check_mix(s, gamma, layers)
         dtype, shape = layers[0].dtype, layers[0].shape
-        flat = [self._flat(layer, dtype) for layer in layers]
-        mixed = self._run(self._mix, np.asarray(s, dtype), np.asarray(gamma, dtype), flat)
+        s_padded, flat, real = self._mix_inputs(s, layers, dtype)
+        mixed = self._run(self._mix, s_padded, np.asarray(gamma, dtype), flat, real)
         return mixed[: int(np.prod(shape))].reshape(shape)
 
     def scalar_mix_vjp(
@@ -310,10 +358,11 @@ class JaxAdapter:
         validate.check_g_out(g_out, layers[0].shape)
         dtype, shape = layers[0].dtype, layers[0].shape
         size = int(np.prod(shape))
-        flat = [self._flat(layer, dtype) for layer in layers]
-        args = (np.asarray(s, dtype), np.asarray(gamma, dtype), flat, self._flat(g_out, dtype))
+        s_padded, flat, real = self._mix_inputs(s, layers, dtype)
+        args = (s_padded, np.asarray(gamma, dtype), flat, real, self._flat(g_out, dtype))
         g_s, g_gamma, g_layers = self._run(self._mix_vjp, *args)
-        return g_s, g_gamma, [g[:size].reshape(shape) for g in g_layers]
+        count = len(layers)
+        return g_s[:count].reshape(np.shape(s)).copy(), g_gamma, [g[:size].reshape(shape) for g in g_layers[:count]]
 
     # -- the probe (§7) --
 
@@ -337,8 +386,9 @@ class JaxAdapter:
         dtype = X.dtype
         settings = (np.asarray(l2, dtype), np.asarray(steps, np.int64), np.asarray(lr, dtype))
         X_padded, y_padded = self._probe_rows(X, y)
-        W, b = self._run(self._fit, X_padded, y_padded, int(n_classes), *settings)
-        return W[: X.shape[1]].copy(), b
+        classes = np.arange(bucket(int(n_classes), LEAST["classes"])) < int(n_classes)
+        W, b = self._run(self._fit, X_padded, y_padded, classes, *settings)
+        return W[: X.shape[1], :n_classes].copy(), b[:n_classes].copy()
 
     def probe_accuracy(self, W: np.ndarray, b: np.ndarray, features: np.ndarray, labels: np.ndarray) -> float:
         X = validate.check_features(features)
@@ -346,6 +396,8 @@ class JaxAdapter:
         y = validate.check_labels(labels, len(X), n_classes)
         dtype = X.dtype
         X_padded, y_padded = self._probe_rows(X, y)
-        W_padded = _pad(np.asarray(W, dtype), (X_padded.shape[1], n_classes))
-        correct = self._run(self._correct, W_padded, np.asarray(b, dtype), X_padded, y_padded)
+        classes = bucket(n_classes, LEAST["classes"])
+        W_padded = _pad(np.asarray(W, dtype), (X_padded.shape[1], classes))
+        b_padded = _pad(np.asarray(b, dtype), (classes,), -np.inf)  # never the argmax
+        correct = self._run(self._correct, W_padded, b_padded, X_padded, y_padded)
         return int(correct) / len(X)

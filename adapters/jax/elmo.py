@@ -169,8 +169,16 @@ class ScalarMix:
         """γ times the weighted sum (§5.2)."""
         return gamma[0] * mixed
 
-    def mix(self, s: Array, gamma: Array, layers: Sequence[Array]) -> Array:
-        return self.scale(gamma, jnp.tensordot(self.weights(s), jnp.stack(layers), axes=1))
+    def mix(self, s: Array, gamma: Array, layers: Sequence[Array], real: Array | None = None) -> Array:
+        """With `real` [K'] (True for the real layers), the others are padding: each term
+        `w_k R^k` is selected, never multiplied in, so a padded layer adds an exact 0 whatever its
+        weight (the adapter gives it s_k = -inf: softmax weight 0)."""
+        weights = self.weights(s)
+        if real is None:
+            return self.scale(gamma, jnp.tensordot(weights, jnp.stack(layers), axes=1))
+        terms = weights.reshape(-1, *(1 for _ in layers[0].shape)) * jnp.stack(layers)
+        kept = jnp.where(real.reshape(terms.shape[:1] + (1,) * (terms.ndim - 1)), terms, jnp.zeros((), terms.dtype))
+        return self.scale(gamma, jnp.sum(kept, axis=0))
 
 
 class LinearProbe:
@@ -195,9 +203,11 @@ class LinearProbe:
 
     def objective(self, V: Array, a: Array, Z: Array, Y: Array, l2: Array) -> Array:
         """F(V, a) of §7.2: mean CE over the examples (the rows with a label, Y's rows that are not
-        all 0) plus (l2/2)‖V‖², the bias unpenalized."""
+        all 0) plus (l2/2)‖V‖², the bias unpenalized. A class whose bias is -inf is no class: its
+        probability is exactly 0 and no label names it."""
         logits = Z @ V + a
-        ce = jax.nn.logsumexp(logits, axis=1) - jnp.sum(Y * logits, axis=1)
+        picked = jnp.sum(jnp.where(Y != 0, Y * logits, jnp.zeros((), logits.dtype)), axis=1)
+        ce = jax.nn.logsumexp(logits, axis=1) - picked
         rows = jnp.any(Y != 0, axis=1)
         mean = jnp.sum(jnp.where(rows, ce, 0)) / jnp.sum(rows).astype(ce.dtype)
         return mean + l2 / 2 * jnp.sum(V * V)
@@ -212,11 +222,16 @@ class LinearProbe:
         W = V / sigma[:, None]
         return W, a - mu @ W
 
-    def fit(self, X: Array, labels: Array, n_classes: int, l2: Array, steps: Array, lr: Array) -> tuple[Array, Array]:
-        """§7 from the zero start, exactly `steps` steps (a traced count: one compilation serves all)."""
+    def fit(self, X: Array, labels: Array, classes: Array, l2: Array, steps: Array, lr: Array) -> tuple[Array, Array]:
+        """§7 from the zero start, exactly `steps` steps (a traced count: one compilation serves all).
+
+        `classes` [C'] is True for the C real classes, the first ones; the others are padding: their
+        bias starts (and stays) -inf, so their probability is 0 and their weights stay 0."""
         Z, mu, sigma = self.standardize(X, labels >= 0)
+        n_classes = classes.shape[0]
         Y = jax.nn.one_hot(labels, n_classes, dtype=X.dtype)  # all 0 for a label of -1
-        start = (jnp.zeros((X.shape[1], n_classes), X.dtype), jnp.zeros(n_classes, X.dtype))
+        bias = jnp.where(classes, jnp.zeros((), X.dtype), jnp.array(-jnp.inf, X.dtype))
+        start = (jnp.zeros((X.shape[1], n_classes), X.dtype), bias)
         V, a = lax.fori_loop(0, steps, lambda _, va: self.step(va[0], va[1], Z, Y, l2, lr), start)
         return self.fold_back(V, a, mu, sigma)
 
