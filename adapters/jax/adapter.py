@@ -82,7 +82,8 @@ MAX_PROGRAMS = 256
 
 # The floor of each padded size: every configuration the suite draws (§14: B <= 4, T <= 6, V <= 9,
 # d <= 5, L <= 3; probe N <= 24, D <= 5; a mixed layer of at most 64 values) and most fixtures fit
-# in the first bucket. L is padded up to its floor only (a deeper stack is compiled as it is).
+# in the first bucket. L is padded up to its floor only (a deeper stack is compiled as it is), and
+# not at all in a large batch (OPTIMIZED_TOKENS).
 LEAST = {
     "batch": 8,
     "steps": 8,
@@ -146,8 +147,10 @@ class _BiLMPadding:
         self.batch, self.steps, self.vocab, self.d, self.n_layers = batch, steps, vocab, d, n_layers
         self.batch_p, self.steps_p = bucket(batch, LEAST["batch"]), bucket(steps, LEAST["steps"])
         self.vocab_p, self.d_p = bucket(vocab, LEAST["vocab"]), bucket(d, LEAST["d"])
-        self.n_layers_p = max(n_layers, LEAST["layers"])
         self.large = self.batch_p * self.steps_p >= OPTIMIZED_TOKENS  # compiled fully optimized
+        # A large batch gets a program of its own anyway: no layers to pad it with, as they would
+        # only cost run time.
+        self.n_layers_p = n_layers if self.large else max(n_layers, LEAST["layers"])
 
     def _gates(self, x: np.ndarray) -> np.ndarray:
         """[4d, ...] (gates i, f, g, o, §2.2) -> [4d', ...], each gate's extra units 0; columns d -> d'."""
