@@ -255,6 +255,16 @@ BAD = [
         "out.weight in the other float dtype",
         lambda x, dt: with_param(x, "out.weight", x.params["out.weight"].astype(other_float(dt))),
     ),
+    # The last LSTM entry of param_names order too: a check that walks all but the last one misses it.
+    Bad(
+        "V09",
+        BILM,
+        f"bwd.{N_LAYERS - 1}.bias_hh",
+        f"bwd.{N_LAYERS - 1}.bias_hh in the other float dtype",
+        lambda x, dt: with_param(
+            x, f"bwd.{N_LAYERS - 1}.bias_hh", x.params[f"bwd.{N_LAYERS - 1}.bias_hh"].astype(other_float(dt))
+        ),
+    ),
     Bad(
         "V10",
         ("bilm_layers_vjp",),
@@ -413,6 +423,14 @@ BAD = [
         "lr = NaN",
         lambda x, dt: replace(x, settings={**x.settings, "lr": float("nan")}),
     ),
+    # A string is not a number (§8), even one that float() reads.
+    Bad(
+        "V22",
+        ("fit_linear_probe",),
+        "lr",
+        "lr as the string '0.5'",
+        lambda x, dt: replace(x, settings={**x.settings, "lr": "0.5"}),
+    ),
     Bad(
         "V23",
         ("fit_linear_probe",),
@@ -426,6 +444,13 @@ BAD = [
         "l2",
         "l2 = infinity",
         lambda x, dt: replace(x, settings={**x.settings, "l2": float("inf")}),
+    ),
+    Bad(
+        "V23",
+        ("fit_linear_probe",),
+        "l2",
+        "l2 as the string '0.001'",
+        lambda x, dt: replace(x, settings={**x.settings, "l2": "0.001"}),
     ),
     Bad(
         "V24",
