@@ -262,14 +262,50 @@ static void KERNEL(product_packed)(size_t n, size_t k, size_t m, const real *A, 
 #undef COLUMNS
 #undef LANES
 
-real KERNEL(sum_pairwise)(size_t n, const real *x)
+/* Pairwise summation: n <= 8 terms added in order from +0, more split into halves (n / 2 and the
+ * rest) summed alike. The three levels above the leaves are written out (sum_to_16, sum_to_32,
+ * sum_to_64: the same sums in the same order as the recursion), so that a row of thousands of
+ * logits (§4.2) takes a call per 64 terms rather than one per leaf. */
+static inline real KERNEL(sum_leaf)(size_t n, const real *x)
+{
+    real total = 0;
+    for (size_t i = 0; i < n; i++) {
+        total += x[i];
+    }
+    return total;
+}
+
+static inline real KERNEL(sum_to_16)(size_t n, const real *x)
 {
     if (n <= 8) {
-        real total = 0;
-        for (size_t i = 0; i < n; i++) {
-            total += x[i];
-        }
-        return total;
+        return KERNEL(sum_leaf)(n, x);
+    }
+    size_t half = n / 2;
+    return KERNEL(sum_leaf)(half, x) + KERNEL(sum_leaf)(n - half, x + half);
+}
+
+static inline real KERNEL(sum_to_32)(size_t n, const real *x)
+{
+    if (n <= 16) {
+        return KERNEL(sum_to_16)(n, x);
+    }
+    size_t half = n / 2;
+    return KERNEL(sum_to_16)(half, x) + KERNEL(sum_to_16)(n - half, x + half);
+}
+
+static inline real KERNEL(sum_to_64)(size_t n, const real *x)
+{
+    if (n <= 32) {
+        return KERNEL(sum_to_32)(n, x);
+    }
+    size_t half = n / 2;
+    return KERNEL(sum_to_32)(half, x) + KERNEL(sum_to_32)(n - half, x + half);
+}
+
+real KERNEL(sum_pairwise)(size_t n, const real *x)
+{
+    if (n <= 64) {
+        return KERNEL(sum_to_64)(n, x);
     }
     size_t half = n / 2;
     return KERNEL(sum_pairwise)(half, x) + KERNEL(sum_pairwise)(n - half, x + half);
