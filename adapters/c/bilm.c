@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "kernels.h"
 #include "linalg.h"
 #include "steps.h"
 
@@ -12,14 +13,18 @@ void bilm_prepare(const Ctx *ctx, BiLMParams *params)
         lstm_prepare(ctx, &params->fwd[k]);
         lstm_prepare(ctx, &params->bwd[k]);
     }
-    params->out_weight_t = arena_doubles(ctx->arena, arena_mul(ctx->arena, params->V, params->d));
-    transpose(params->V, params->d, params->out_weight, params->out_weight_t);
+    size_t Vd = arena_mul(ctx->arena, params->V, params->d);
     if (ctx->dtype == FLOAT32) {
-        size_t Vd = params->V * params->d;
+        /* The float copies, and the transpose of those: a float32 call reads no double transpose. */
+        params->out_weight_t = NULL;
         params->f32.out_weight = floats_of(ctx, Vd, params->out_weight);
-        params->f32.out_weight_t = floats_of(ctx, Vd, params->out_weight_t);
+        float *out_weight_t = arena_alloc_uninit(ctx->arena, Vd, sizeof(float));
+        transpose_f32(params->V, params->d, params->f32.out_weight, out_weight_t);
+        params->f32.out_weight_t = out_weight_t;
         params->f32.out_bias = floats_of(ctx, params->V, params->out_bias);
     } else {
+        params->out_weight_t = arena_doubles(ctx->arena, Vd);
+        transpose(params->V, params->d, params->out_weight, params->out_weight_t);
         params->f32.out_weight = params->f32.out_weight_t = params->f32.out_bias = NULL;
     }
 }
@@ -175,8 +180,16 @@ void bilm_layer(const Ctx *ctx, const BiLMPass *pass, size_t k, double *out)
 void bilm_output_layer(const Ctx *ctx, const BiLMParams *params, size_t n, const double *states, double *logits)
 {
     size_t V = params->V;
-    memset(logits, 0, arena_mul(ctx->arena, n, V) * sizeof(double));
-    matmul_add(ctx, n, params->d, V, states, params->out_weight_t, logits);
+    size_t nV = arena_mul(ctx->arena, n, V);
+    if (ctx->dtype == FLOAT32) { /* matmul_add's float product, with the float transpose */
+        float *logits32 = arena_alloc_uninit(ctx->arena, nV, sizeof(float));
+        matmul_f32(n, params->d, V, floats_of(ctx, arena_mul(ctx->arena, n, params->d), states), params->d, 1,
+                   params->f32.out_weight_t, logits32);
+        doubles_from(nV, logits32, logits);
+    } else {
+        memset(logits, 0, nV * sizeof(double));
+        matmul_add(ctx, n, params->d, V, states, params->out_weight_t, logits);
+    }
     for (size_t i = 0; i < n; i++) {
         for (size_t v = 0; v < V; v++) {
             logits[i * V + v] = fl(ctx, logits[i * V + v] + params->out_bias[v]);

@@ -16,7 +16,7 @@ typedef struct {
     LSTMWeights *fwd, *bwd;    /* [L] each: fwd.k.*, bwd.k.* */
     const double *out_weight;  /* W_out [V, d] */
     const double *out_bias;    /* c [V] */
-    double *out_weight_t;      /* W_outᵀ [d, V] */
+    double *out_weight_t;      /* W_outᵀ [d, V] (NULL in float32: see f32) */
     struct {                   /* a float32 call's float copies of the three, for the kernels; NULL in float64 */
         const float *out_weight, *out_weight_t, *out_bias;
     } f32;

@@ -32,6 +32,8 @@
  * matmul: the same product into C, C = A · B: C's former contents are not read (each element summed
  *   from +0, exactly as matmul_add into a zeroed C).
  *
+ * transpose: AT [cols, rows] = the transpose of row-major A [rows, cols].
+ *
  * sum_pairwise: x[0] + ... + x[n-1] (n >= 0), by pairwise summation (as NumPy sums a row).
  *
  * lstm_forward: §2.2 over B rows of [B, T, ...] arrays (lstm.h's LSTMRun): row b runs steps[b]
@@ -52,6 +54,7 @@
                             real *C);                                                                                 \
     void KERNEL(matmul)(size_t n, size_t k, size_t m, const real *A, size_t a_row, size_t a_col, const real *B,       \
                         real *C);                                                                                     \
+    void KERNEL(transpose)(size_t rows, size_t cols, const real *A, real *AT);                                        \
     real KERNEL(sum_pairwise)(size_t n, const real *x);                                                               \
     void KERNEL(lstm_forward)(Arena *arena, size_t B, size_t T, size_t d_in, size_t d, const size_t *steps, const real *u,          \
                               const real *weight_ih_t, const real *weight_hh_t, const real *bias_ih,                  \

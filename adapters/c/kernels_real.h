@@ -208,6 +208,25 @@ void KERNEL(matmul)(size_t n, size_t k, size_t m, const real *A, size_t a_row, s
     KERNEL(product)(n, k, m, A, a_row, a_col, B, C, false);
 }
 
+/* AT [cols, rows] = A [rows, cols] transposed, in tiles of 16 x 16 so that both sides are read
+ * and written a cache line at a time, each of AT's rows written in order. Exact: values are only
+ * moved. */
+void KERNEL(transpose)(size_t rows, size_t cols, const real *A, real *AT)
+{
+    enum { TILE = 16 };
+    for (size_t j0 = 0; j0 < cols; j0 += TILE) {
+        size_t j1 = j0 + TILE < cols ? j0 + TILE : cols;
+        for (size_t i0 = 0; i0 < rows; i0 += TILE) {
+            size_t i1 = i0 + TILE < rows ? i0 + TILE : rows;
+            for (size_t j = j0; j < j1; j++) {
+                for (size_t i = i0; i < i1; i++) {
+                    AT[j * rows + i] = A[i * cols + j];
+                }
+            }
+        }
+    }
+}
+
 /* B [k, m] packed once for many products by the same B (the LSTM's weights, at every step): every
  * panel of matmul_add, one after the other, [k rounded up to COLUMNS... ] in the arena; B itself
  * where the products are plain loops. */

@@ -56,11 +56,7 @@ void doubles_from(size_t n, const float *x, double *out)
 
 void transpose(size_t rows, size_t cols, const double *A, double *AT)
 {
-    for (size_t i = 0; i < rows; i++) {
-        for (size_t j = 0; j < cols; j++) {
-            AT[j * rows + i] = A[i * cols + j];
-        }
-    }
+    transpose_f64(rows, cols, A, AT);
 }
 
 double sum_pairwise(const Ctx *ctx, size_t n, const double *x)

@@ -18,19 +18,25 @@
 void lstm_prepare(const Ctx *ctx, LSTMWeights *w)
 {
     size_t rows = 4 * w->d;
-    w->weight_ih_t = arena_doubles(ctx->arena, arena_mul(ctx->arena, rows, w->d_in));
-    w->weight_hh_t = arena_doubles(ctx->arena, arena_mul(ctx->arena, rows, w->d));
-    transpose(rows, w->d_in, w->weight_ih, w->weight_ih_t);
-    transpose(rows, w->d, w->weight_hh, w->weight_hh_t);
+    size_t ih = arena_mul(ctx->arena, rows, w->d_in), hh = arena_mul(ctx->arena, rows, w->d);
     if (ctx->dtype == FLOAT32) {
-        size_t ih = arena_mul(ctx->arena, rows, w->d_in), hh = arena_mul(ctx->arena, rows, w->d);
+        /* The float copies, and the transposes of those: a float32 call reads no double transposes. */
+        w->weight_ih_t = w->weight_hh_t = NULL;
         w->f32.weight_ih = floats_of(ctx, ih, w->weight_ih);
         w->f32.weight_hh = floats_of(ctx, hh, w->weight_hh);
         w->f32.bias_ih = floats_of(ctx, rows, w->bias_ih);
         w->f32.bias_hh = floats_of(ctx, rows, w->bias_hh);
-        w->f32.weight_ih_t = floats_of(ctx, ih, w->weight_ih_t);
-        w->f32.weight_hh_t = floats_of(ctx, hh, w->weight_hh_t);
+        float *weight_ih_t = arena_alloc_uninit(ctx->arena, ih, sizeof(float));
+        float *weight_hh_t = arena_alloc_uninit(ctx->arena, hh, sizeof(float));
+        transpose_f32(rows, w->d_in, w->f32.weight_ih, weight_ih_t);
+        transpose_f32(rows, w->d, w->f32.weight_hh, weight_hh_t);
+        w->f32.weight_ih_t = weight_ih_t;
+        w->f32.weight_hh_t = weight_hh_t;
     } else {
+        w->weight_ih_t = arena_doubles(ctx->arena, ih);
+        w->weight_hh_t = arena_doubles(ctx->arena, hh);
+        transpose(rows, w->d_in, w->weight_ih, w->weight_ih_t);
+        transpose(rows, w->d, w->weight_hh, w->weight_hh_t);
         w->f32.weight_ih = w->f32.weight_hh = w->f32.bias_ih = w->f32.bias_hh = NULL;
         w->f32.weight_ih_t = w->f32.weight_hh_t = NULL;
     }
@@ -43,13 +49,31 @@ LSTMRun lstm_run_new(const Ctx *ctx, size_t B, size_t T, size_t d_in, size_t d)
     LSTMRun run = {B, T, d_in, d, NULL, NULL, NULL, NULL, NULL, NULL, {NULL, NULL, NULL, NULL, NULL}};
     run.steps = arena_alloc(arena, B, sizeof(size_t));
     run.u = arena_doubles(arena, arena_mul(arena, positions, d_in));
-    run.h = arena_doubles(arena, arena_mul(arena, positions, d));
+    if (ctx->dtype == FLOAT32) { /* every element written by lstm_forward, from the float h */
+        run.h = arena_alloc_uninit(arena, arena_mul(arena, positions, d), sizeof(double));
+    } else {
+        run.h = arena_doubles(arena, arena_mul(arena, positions, d));
+    }
     if (ctx->dtype == FLOAT64) { /* a float32 run keeps these as floats only (run.f32) */
         run.c = arena_doubles(arena, arena_mul(arena, positions, d));
         run.tanh_c = arena_doubles(arena, arena_mul(arena, positions, d));
         run.gates = arena_doubles(arena, arena_mul(arena, positions, arena_mul(arena, 4, d)));
     }
     return run;
+}
+
+/* A float array [B, T, width] of a run, zero where the kernel leaves it alone (past each row's
+ * steps), as the run's double arrays are; the rest is written by lstm_forward. */
+static float *float_states(const Ctx *ctx, const LSTMRun *run, size_t width)
+{
+    size_t T = run->T;
+    float *x = arena_alloc_uninit(ctx->arena, arena_mul(ctx->arena, arena_mul(ctx->arena, run->B, T), width),
+                                  sizeof(float));
+    for (size_t b = 0; b < run->B; b++) {
+        size_t steps = run->steps[b] < T ? run->steps[b] : T;
+        memset(x + (b * T + steps) * width, 0, (T - steps) * width * sizeof(float));
+    }
+    return x;
 }
 
 void lstm_forward(const Ctx *ctx, const LSTMWeights *w, LSTMRun *run)
@@ -61,13 +85,12 @@ void lstm_forward(const Ctx *ctx, const LSTMWeights *w, LSTMRun *run)
                          w->bias_hh, run->h, run->c, run->tanh_c, run->gates);
         return;
     }
-    /* Zero, as the run's arrays are: the kernel leaves the entries past each row's steps alone. */
     size_t states = arena_mul(arena, arena_mul(arena, B, T), d);
     run->f32.u = floats_of(ctx, arena_mul(arena, B * T, d_in), run->u);
-    run->f32.h = arena_alloc(arena, states, sizeof(float));
-    run->f32.c = arena_alloc(arena, states, sizeof(float));
-    run->f32.tanh_c = arena_alloc(arena, states, sizeof(float));
-    run->f32.gates = arena_alloc(arena, arena_mul(arena, states, 4), sizeof(float));
+    run->f32.h = float_states(ctx, run, d);
+    run->f32.c = float_states(ctx, run, d);
+    run->f32.tanh_c = float_states(ctx, run, d);
+    run->f32.gates = float_states(ctx, run, 4 * d);
     lstm_forward_f32(arena, B, T, d_in, d, run->steps, run->f32.u, w->f32.weight_ih_t, w->f32.weight_hh_t,
                      w->f32.bias_ih, w->f32.bias_hh, run->f32.h, run->f32.c, run->f32.tanh_c, run->f32.gates);
     doubles_from(states, run->f32.h, run->h);

@@ -13,7 +13,7 @@ typedef struct {
     const double *weight_hh;  /* [4d, d] */
     const double *bias_ih;    /* [4d] */
     const double *bias_hh;    /* [4d] */
-    double *weight_ih_t;      /* [d_in, 4d], the transposes, for products that stream rows */
+    double *weight_ih_t;      /* [d_in, 4d], the transposes, for products that stream rows (NULL in float32: see f32) */
     double *weight_hh_t;      /* [d, 4d] */
     struct {                  /* a float32 call's float copies of the six, for the kernels; NULL in float64 */
         const float *weight_ih, *weight_hh, *bias_ih, *bias_hh, *weight_ih_t, *weight_hh_t;
@@ -41,10 +41,12 @@ typedef struct {
     } f32;
 } LSTMRun;
 
-/* The transposes of w's weights, in the call's arena, and in a float32 call the float copies. */
+/* The transposes of w's weights, in the call's arena; in a float32 call the float copies and their
+ * transposes instead. */
 void lstm_prepare(const Ctx *ctx, LSTMWeights *w);
 
-/* A run with room for B rows of T steps, every array zero. */
+/* A run with room for B rows of T steps, every array zero (but a float32 run's h, written whole by
+ * lstm_forward). */
 LSTMRun lstm_run_new(const Ctx *ctx, size_t B, size_t T, size_t d_in, size_t d);
 
 /* §2.2 over every row of run->u: fills h, c, tanh_c and gates. */

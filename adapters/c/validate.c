@@ -94,9 +94,12 @@ static bool has_shape(const WireArray *a, size_t ndim, const uint64_t *dims)
 /* A float array's elements in the call's dtype. */
 static double *float_values(const Ctx *ctx, const WireArray *a)
 {
-    double *out = arena_doubles(ctx->arena, a->count);
-    for (size_t i = 0; i < a->count; i++) {
-        out[i] = fl(ctx, wire_float_at(a, i));
+    double *out = arena_alloc_uninit(ctx->arena, a->count, sizeof(double)); /* every element written */
+    wire_floats(a, out);
+    if (ctx->dtype == FLOAT32 && a->dtype != DT_F4) {
+        for (size_t i = 0; i < a->count; i++) {
+            out[i] = fl(ctx, out[i]);
+        }
     }
     return out;
 }

@@ -53,6 +53,25 @@ double wire_float_at(const WireArray *a, size_t i)
     return value;
 }
 
+void wire_floats(const WireArray *a, double *out)
+{
+    /* wire_float_at for every element; on a little-endian host a float32 array's bytes are its
+     * floats as they are, read as plain loads. */
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (a->dtype == DT_F4) {
+        for (size_t i = 0; i < a->count; i++) {
+            float value;
+            memcpy(&value, a->data + 4 * i, sizeof value);
+            out[i] = value;
+        }
+        return;
+    }
+#endif
+    for (size_t i = 0; i < a->count; i++) {
+        out[i] = wire_float_at(a, i);
+    }
+}
+
 int64_t wire_int_at(const WireArray *a, size_t i)
 {
     size_t size = DTYPES[a->dtype].itemsize;

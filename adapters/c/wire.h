@@ -81,6 +81,7 @@ bool wire_is_float_dtype(WireDtype dtype);     /* f8, f4 */
 bool wire_is_int_dtype(WireDtype dtype);       /* i*, u*; not b1 */
 
 double wire_float_at(const WireArray *a, size_t i);  /* a float array's element */
+void wire_floats(const WireArray *a, double *out);   /* all of a float array's elements */
 int64_t wire_int_at(const WireArray *a, size_t i);   /* an integer array's element; u8 values
                                                         above INT64_MAX read as INT64_MAX */
 
