@@ -233,9 +233,10 @@ void bilm_backprop(const Ctx *ctx, const BiLMPass *pass, const double *const *g_
     const size_t *lengths = pass->batch.lengths;
     size_t states = arena_mul(arena, arena_mul(arena, B, T), d);
     double *g_e = arena_doubles(arena, states);  /* ∂J/∂e, source order */
-    double *g_h = arena_doubles(arena, states);  /* ∂J/∂h of the LSTM being backpropagated */
-    double *g_u = arena_doubles(arena, states);  /* ∂J/∂u of the LSTM above, in its order */
-    double *g_u_next = arena_doubles(arena, states);
+    /* These three are zeroed below where they need to be, or written whole by lstm_backward. */
+    double *g_h = arena_alloc_uninit(arena, states, sizeof(double)); /* ∂J/∂h of the LSTM being backpropagated */
+    double *g_u = arena_alloc_uninit(arena, states, sizeof(double)); /* ∂J/∂u of the LSTM above, in its order */
+    double *g_u_next = arena_alloc_uninit(arena, states, sizeof(double));
 
     /* R^0 = [e ; e]: both halves reach e, at real positions only. */
     for (size_t b = 0; b < B; b++) {

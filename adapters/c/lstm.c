@@ -106,7 +106,7 @@ void lstm_backward(const Ctx *ctx, const LSTMWeights *w, const LSTMRun *run, con
                           w->weight_ih, w->weight_hh, g_h, g_u, grads->weight_ih, grads->weight_hh, grads->bias_ih);
     } else {
         size_t states = arena_mul(arena, arena_mul(arena, B, T), d), inputs = arena_mul(arena, B * T, d_in);
-        float *g_u32 = arena_alloc(arena, inputs, sizeof(float));
+        float *g_u32 = arena_alloc_uninit(arena, inputs, sizeof(float)); /* written whole by the kernel */
         float *g_weight_ih = arena_alloc(arena, d4 * d_in, sizeof(float));
         float *g_weight_hh = arena_alloc(arena, d4 * d, sizeof(float));
         float *g_bias = arena_alloc(arena, d4, sizeof(float));
