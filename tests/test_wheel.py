@@ -270,8 +270,6 @@ def test_an_installed_package_registers_an_adapter_by_name(installed: Installed)
 
 
 def test_the_installed_mutation_runner_kills_the_adapters_mutants(installed: Installed) -> None:
-    # Not --fail-fast: with pytest 9 it ends a mutant's run with exit status 2, which the runner
-    # takes for a broken run (the mutation runner's collector stops with session.shouldstop).
     args = ["mutants", "--impl", "thirdparty.py", "--mutant", "s01", "--mutant", "x-no-gamma"]
     done = _check(installed.run(installed.command, *args, "--no-html", "--out", "mutants"))
     report = json.loads((installed.work / "mutants" / "mutation-report.json").read_text())
