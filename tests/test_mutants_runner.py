@@ -19,7 +19,7 @@ import pytest
 from elmo_conformance.conformance.mutants.html import SCHEMA, SCHEMA_VERSION, NpmUnavailable, npm_package
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "tests" / "examples" / "declares_replacing_mutants.py"
+EXAMPLE = ROOT / "tests" / "examples" / "declares_mutants.py"
 
 
 def run_mutants(cwd: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
@@ -75,7 +75,7 @@ def test_a_third_party_adapters_mutants_extras_included_are_run_and_judged(examp
     not_listed = {(m["mutant"], m["status"]) for m in report["config"]["notListed"]}
     assert not_listed == {(f"s{n:02}", "NotDeclared") for n in range(3, 11)}
     [source] = [k for k in report["files"]]
-    assert source == "tests/examples/declares_replacing_mutants.py"
+    assert source == "tests/examples/declares_mutants.py"
     start = mutants["x-crash"]["location"]["start"]["line"]
     assert report["files"][source]["source"].splitlines()[start - 1] == "class Crashes(Mine):"
 

@@ -1,9 +1,12 @@
-"""A third-party adapter that declares mutants (spec §11, §13), for the mutation runner's tests.
+"""A third-party adapter that declares mutants (spec §11, §13), for the mutation runner's tests
+(tests/test_mutants_runner.py end to end, tests/test_mutants_judging.py one mutant at a time).
 
 It wraps the reference without subclassing the built-in adapter and computes in float64 only,
 which keeps a full mutation run short. It declares two catalog mutants and one of each kind of
 extra the runner must report: killed, hanging, crashing the process, equivalent and surviving.
-None declares `replaces`, so every mutant goes through the whole suite.
+Each declares the reference function it stands in for (`replaces`, §13.1), so that it runs only
+the tests that reach it, except x-crash: without `replaces` every test of the suite is selected
+(it ends the process in the equivalence pre-check, before its first test, so that costs nothing).
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ class Mine:
 class RawWeights(Mine):
     """s01: the raw s as weights."""
 
+    replaces = (reference.scalar_mix,)
+
     def scalar_mix(self, s, gamma, layers):
         reference.scalar_mix(s, gamma, layers)  # for its validation (§8)
         dtype = layers[0].dtype
@@ -43,6 +48,8 @@ class RawWeights(Mine):
 class NoGamma(Mine):
     """s02: γ is never applied."""
 
+    replaces = (reference.scalar_mix,)
+
     def scalar_mix(self, s, gamma, layers):
         reference.scalar_mix(s, gamma, layers)
         return reference.scalar_mix(s, np.ones_like(gamma), layers)
@@ -50,6 +57,8 @@ class NoGamma(Mine):
 
 class MeanOfRowMeans(Mine):
     """The loss averages per-row means instead of taking one token-level mean (§4.2)."""
+
+    replaces = (reference.bilm_loss,)
 
     def bilm_loss(self, params, ids, lengths=None):
         reference.bilm_loss(params, ids, lengths)  # validates (§8) and refuses a batch with no target (§4.3)
@@ -59,9 +68,11 @@ class MeanOfRowMeans(Mine):
 
 
 class Hangs(Mine):
-    """probe_accuracy never returns."""
+    """scalar_mix never returns."""
 
-    def probe_accuracy(self, W, b, features, labels):
+    replaces = (reference.scalar_mix,)  # its deadline: the short tests of the mix, not the probe's training
+
+    def scalar_mix(self, s, gamma, layers):
         while True:
             time.sleep(1)
 
@@ -76,12 +87,16 @@ class Crashes(Mine):
 class SameResults(Mine):
     """The mix of a copy of the list of layers: the same bits, an equivalent mutant."""
 
+    replaces = (reference.scalar_mix,)
+
     def scalar_mix(self, s, gamma, layers):
         return reference.scalar_mix(s, gamma, list(layers))
 
 
 class NumpyScalar(Mine):
     """probe_accuracy returns a NumPy float64 (a subclass of float), which the suite accepts."""
+
+    replaces = (reference.probe_accuracy,)
 
     def probe_accuracy(self, W, b, features, labels):
         return np.float64(reference.probe_accuracy(W, b, features, labels))
