@@ -9,17 +9,15 @@ and the Python `Protocol` of adapters/protocol.py, which tests/test_protocol.py 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-import jsonschema
 import numpy as np
 
-from .spec import SPEC_DIR
+from .spec import checked
 
 Shape = tuple[int, ...]
 _DIM = re.compile(r"^(?P<factor>[0-9]*)(?P<symbol>[A-Za-z])?(?:\s*\+\s*(?P<offset>[0-9]+))?$")
@@ -166,12 +164,7 @@ def _argument(entry: Mapping[str, Any]) -> Argument:
 @cache
 def protocol() -> Protocol:
     """spec/protocol.json, checked against spec/schemas/protocol.schema.json."""
-    data = json.loads((SPEC_DIR / "protocol.json").read_text(encoding="utf-8"))
-    schema = json.loads((SPEC_DIR / "schemas" / "protocol.schema.json").read_text(encoding="utf-8"))
-    try:
-        jsonschema.validators.validator_for(schema)(schema).validate(data)  # the schema itself: tests/test_protocol.py
-    except jsonschema.ValidationError as exc:
-        raise ValueError(f"spec/protocol.json does not match its schema: {exc.message}") from None
+    data = checked("protocol")  # the schema itself: tests/test_protocol.py
     groups = {group["name"]: group["component"] for group in data["groups"]}
     functions = {
         entry["name"]: Function(

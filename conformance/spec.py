@@ -5,11 +5,26 @@ from __future__ import annotations
 import json
 import re
 from functools import cache
+from typing import Any
 
 from elmo_conformance.resources import package_dir
 
 SPEC_DIR = package_dir("spec")  # spec/ in a checkout, package data when installed
 _HEADING = re.compile(r"^#{2,3} (\d+(?:\.\d+)?)\.? (.+)$")
+
+
+def checked(name: str) -> Any:
+    """spec/NAME.json, validated against spec/schemas/NAME.schema.json (a ValueError naming the file
+    when it does not match). The schema itself is taken as valid: tests check each schema."""
+    import jsonschema
+
+    data = json.loads((SPEC_DIR / f"{name}.json").read_text(encoding="utf-8"))
+    schema = json.loads((SPEC_DIR / "schemas" / f"{name}.schema.json").read_text(encoding="utf-8"))
+    try:
+        jsonschema.validators.validator_for(schema)(schema).validate(data)
+    except jsonschema.ValidationError as exc:
+        raise ValueError(f"spec/{name}.json does not match its schema: {exc.message}") from None
+    return data
 
 
 @cache

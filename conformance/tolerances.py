@@ -11,9 +11,7 @@ import json
 from functools import cache
 from typing import Any
 
-import jsonschema
-
-from .spec import SPEC_DIR
+from .spec import SPEC_DIR, checked
 
 
 def quantities(data: dict[str, Any]) -> tuple[str, ...]:
@@ -34,15 +32,7 @@ QUANTITIES = quantities(json.loads((SPEC_DIR / "tolerances.json").read_text(enco
 @cache
 def table() -> dict[str, Any]:
     """spec/tolerances.json, checked against spec/schemas/tolerances.schema.json."""
-    data = json.loads((SPEC_DIR / "tolerances.json").read_text(encoding="utf-8"))
-    schema = json.loads((SPEC_DIR / "schemas" / "tolerances.schema.json").read_text(encoding="utf-8"))
-    try:
-        jsonschema.validators.validator_for(schema)(schema).validate(
-            data
-        )  # the schema itself: tests/test_capabilities.py
-    except jsonschema.ValidationError as exc:
-        raise ValueError(f"spec/tolerances.json does not match its schema: {exc.message}") from None
-    return data
+    return checked("tolerances")  # the schema itself: tests/test_capabilities.py
 
 
 def tolerance(dtype: str, device: str, quantity: str) -> dict[str, float]:
