@@ -60,8 +60,9 @@ class _Program:
     of given shapes always takes the same way, so it always runs the same program (§1.4)."""
 
     def __init__(self, function: Any) -> None:
-        self.quick = jax.jit(function, compiler_options={"xla_backend_optimization_level": 0})
-        self.optimized = jax.jit(function)
+        # Any: the compiled functions' _cache_size and clear_cache are not in jax's type stubs
+        self.quick: Any = jax.jit(function, compiler_options={"xla_backend_optimization_level": 0})
+        self.optimized: Any = jax.jit(function)
 
     def __call__(self, *args: Any, optimized: bool = False) -> Any:
         return (self.optimized if optimized else self.quick)(*args)
