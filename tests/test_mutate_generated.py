@@ -227,3 +227,25 @@ def test_a_builtins_default_sources_leave_out_its_declared_mutants(impl: str, de
     assert all(path.suffix == suffix for path in files)
     if impl == "numpy":
         assert all(path.parent.name == "reference" for path in files), files
+
+
+def test_a_missing_package_of_the_mutate_extra_is_named_before_the_run(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Installed without the `mutate` extra, the command says what to install and exits 2, rather
+    than failing with a traceback in the engine or in a worker's coverage."""
+    import importlib.util
+
+    from elmo_conformance.conformance.mutants.mutate import main
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name in ("universalmutator", "coverage") else found(name, *a),
+    )
+    assert main(["--impl", str(EXAMPLE), "--list"]) == 2
+    assert (
+        "error: elmo-conformance mutate needs universalmutator, coverage, not installed: "
+        "pip install 'elmo-conformance[mutate]'"
+    ) in capsys.readouterr().err

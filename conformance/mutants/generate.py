@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import io
 import marshal
 import os
@@ -49,7 +50,21 @@ C_LIKE = ("c", "cpp", "java", "javascript", "rust", "go", "swift")
 
 
 class EngineMissing(RuntimeError):
-    """universalmutator is not installed."""
+    """A package of the `mutate` extra is not installed."""
+
+
+# The `mutate` extra (pyproject.toml): the engine, per-test coverage (collector.py), the progress bar.
+EXTRA = ("universalmutator", "coverage", "tqdm")
+
+
+def require_extra() -> None:
+    """Raise EngineMissing naming every package of the `mutate` extra that is not installed, before
+    a run starts rather than in its middle (the engine, or a worker's coverage)."""
+    missing = [name for name in EXTRA if importlib.util.find_spec(name) is None]
+    if missing:
+        raise EngineMissing(
+            f"elmo-conformance mutate needs {', '.join(missing)}, not installed: pip install 'elmo-conformance[mutate]'"
+        )
 
 
 @dataclass(frozen=True)
@@ -126,10 +141,9 @@ def language_of(path: Path) -> str | None:
 
 
 def _rules(language: str) -> list[str]:
-    try:
-        import universalmutator
-    except ImportError as exc:  # pragma: no cover - a dependency of the `mutate` extra
-        raise EngineMissing("generated mutants need universalmutator: pip install 'elmo-conformance[mutate]'") from exc
+    require_extra()
+    import universalmutator
+
     static = Path(universalmutator.__file__).resolve().parent / "static"
     names = ["universal.rules", f"{language}.rules"] + (["c_like.rules"] if language in C_LIKE else [])
     return [str(static / name) for name in names if (static / name).exists()]
@@ -185,13 +199,14 @@ def generate(path: Path, relative: str | None = None, check: bool = True) -> lis
     language = language_of(path)
     if language is None:
         return []
+    rules = _rules(language)  # refuses first when the engine is missing
     from universalmutator import mutator
 
     source = path.read_text(encoding="utf-8")
     lines = source.splitlines(keepends=True)
     code = _code_lines_python(source) if language == "python" else _code_lines_c(source)
     with contextlib.redirect_stdout(io.StringIO()):
-        raw = mutator.mutants_regexp(lines, _rules(language), ignorePatterns=[], ignoreStringOnly=True)
+        raw = mutator.mutants_regexp(lines, rules, ignorePatterns=[], ignoreStringOnly=True)
     relative = relative or path.name
     original = _bytecode(source, str(path)) if language == "python" and check else None
     seen: set[bytes] = set()

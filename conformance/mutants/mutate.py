@@ -33,7 +33,7 @@ from elmo_conformance import __version__
 from elmo_conformance.conformance.loading import BUILTINS, PROGRAMS
 
 from .__main__ import FACTOR, SECONDS, _cores
-from .generate import EngineMissing, Generated, generate, language_of, source_files
+from .generate import EngineMissing, Generated, generate, language_of, require_extra, source_files
 from .html import NpmUnavailable, write_html
 from .model import Baseline, MutantInfo, MutantRun, TestOutcome
 from .pool import WorkerStartError, run_jobs
@@ -575,6 +575,7 @@ def rerun(target: Target, mutants: list[Generated], mutant_id: str, select: str 
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     try:
+        require_extra()
         target, files = resolve(args)
         _child_path(target)
         every = mutants_of(target, files)
