@@ -109,9 +109,17 @@ def zip_bomb(name: str, nbytes: int = 2**32) -> Member:
 
 
 def deflated(name: str, payload: bytes) -> Member:
-    """A member as ``zipfile`` would deflate it."""
-    compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
-    return Member(name, compressor.compress(payload) + compressor.flush(), DEFLATED, len(payload), zlib.crc32(payload))
+    """A member as ``zipfile`` would deflate it (zlib's default level, as ``zipfile`` uses)."""
+    data, crc = _deflate(payload)
+    return Member(name, data, DEFLATED, len(payload), crc)
+
+
+@cache
+def _deflate(payload: bytes) -> tuple[bytes, int]:
+    """The raw deflate stream and the CRC of `payload`, once per payload: the test modules build
+    their members when they are collected, by every pytest-xdist worker."""
+    compressor = zlib.compressobj(zlib.Z_DEFAULT_COMPRESSION, zlib.DEFLATED, -15)
+    return compressor.compress(payload) + compressor.flush(), zlib.crc32(payload)
 
 
 def npy_bytes(array: np.ndarray) -> bytes:
