@@ -1,7 +1,7 @@
 """The whole-suite checks that `nox -s tests` runs beside numpy's and torch's parity
 (tests/test_parity.py): jax (§11, a JAX implementation) and c (§15, a program speaking the wire
-protocol) pass the whole suite in both dtypes; every mutant of the C implementation is killed by
-its expected tests (§13.1); the C implementation passes under AddressSanitizer and UBSan (what
+protocol) pass the whole suite in both dtypes; every mutant of numpy and of the C implementation
+is killed by its expected tests (§13.1); the C implementation passes under AddressSanitizer and UBSan (what
 `nox -s sanitize` runs); and the fixtures can be trusted (§12.5, what `nox -s fixtures` runs).
 Each is one test, so that pytest-xdist spreads them over the machine's cores with the rest, and CI
 needs one virtual environment rather than one per session."""
@@ -30,11 +30,15 @@ def test_the_built_in_implementation_passes_the_whole_suite(impl: str) -> None:
     assert result.counts.get("passed", 0) > 300 and set(result.counts) <= {"passed", "skipped"}, result.counts
 
 
-def test_every_mutant_of_the_c_implementation_is_killed(tmp_path: Path) -> None:
-    """§13.1's gate for the C implementation: every catalog mutant killed by its expected tests.
-    `--fail-fast` stops each mutant once its expected killers have run and one test killed it: the
-    gate is the same, the list of every other killer (the report's full `killedBy`) is not needed."""
-    command = [sys.executable, "-m", "elmo_conformance", "mutants", "--impl", "c", "--out", str(tmp_path), "--no-html"]
+@pytest.mark.parametrize("impl", ["numpy", "c"])
+def test_every_mutant_of_the_implementation_is_killed(impl: str, tmp_path: Path) -> None:
+    """§13.1's gate: every catalog mutant of the reference (numpy, run in-process by the mutation
+    workers) and of the C implementation (through the protocol: a program of its own) is killed by
+    its expected tests. `--fail-fast` stops each mutant once its expected killers have run and one
+    test killed it: the gate is the same, the list of every other killer (the report's full
+    `killedBy`) is not needed; `nox -s parity` compares every killer of every numpy mutant with
+    the same matrix through the protocol."""
+    command = [sys.executable, "-m", "elmo_conformance", "mutants", "--impl", impl, "--out", str(tmp_path), "--no-html"]
     command.append("--fail-fast")
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]

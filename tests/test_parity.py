@@ -4,12 +4,13 @@ and torch adapters: the same outcome for every test, and every mutant the same s
 same killing tests.
 
 These runs take minutes. numpy's full pass of the suite runs with the project's tests (`nox -s
-tests`), and so does its mutation matrix with `--fail-fast`, whose in-process run is also the gate
-of spec §13.1 (every catalog mutant killed by its expected tests); the matrix with every killer of
-every mutant, and torch's full pass, are marked `full_parity` and run in `nox -s parity`, while
-`nox -s tests` keeps a cheaper torch check of the same property: the suite's results and error
-answers (§3, §5, §8) through the protocol against in-process
-(`test_torch_results_and_errors_are_the_same_through_the_protocol`)."""
+tests`). The mutation matrices and torch's full pass are marked `full_parity` and run in `nox -s
+parity`; `nox -s tests` keeps cheaper checks of the same properties:
+- torch: the suite's results and error answers (§3, §5, §8) through the protocol against
+  in-process (`test_torch_results_and_errors_are_the_same_through_the_protocol`);
+- mutants through the protocol: numpy's §13.1 gate in-process and the C implementation's, whose
+  every mutant runs through the protocol (tests/test_builtins.py), and numpy's mutants served by
+  the protocol server and failing their expected tests (tests/test_diagnosis.py, `--mutant`)."""
 
 from __future__ import annotations
 
@@ -99,11 +100,8 @@ def test_torch_results_and_errors_are_the_same_through_the_protocol(tmp_path: Pa
     assert not differ and len(through) == len(direct), differ
 
 
-# numpy's matrix with --fail-fast runs in `nox -s tests`: each mutant stops once its expected killers
-# have run and one test killed it, so the gate of §13.1 and the statuses are the same, and the
-# killers it lists are those it ran; every killer of every mutant is compared in `nox -s parity`.
+# Every killer of every mutant, in-process and through the protocol, in `nox -s parity`.
 MATRICES = [
-    pytest.param("numpy", ("--fail-fast",), id="numpy-fail-fast"),
     pytest.param("numpy", (), id="numpy", marks=FULL),
     pytest.param("torch", (), id="torch", marks=FULL),
 ]
