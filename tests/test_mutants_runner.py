@@ -19,6 +19,8 @@ import pytest
 from elmo_conformance.conformance.mutants.html import SCHEMA, SCHEMA_VERSION, NpmUnavailable, npm_package
 
 ROOT = Path(__file__).resolve().parent.parent
+# The module-scoped runs are shared: every test of this module on one pytest-xdist worker.
+pytestmark = pytest.mark.xdist_group("mutants-runner")
 EXAMPLE = ROOT / "tests" / "examples" / "declares_mutants.py"
 
 

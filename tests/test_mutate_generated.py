@@ -25,6 +25,8 @@ from elmo_conformance.conformance.mutants.generate import generate
 from elmo_conformance.conformance.mutants.reach import EVERY, ProgramMap, python_reach
 
 ROOT = Path(__file__).resolve().parent.parent
+# The module-scoped runs are shared: every test of this module on one pytest-xdist worker.
+pytestmark = pytest.mark.xdist_group("mutate-generated")
 EXAMPLE = ROOT / "tests" / "examples" / "outside_mix.py"
 FAST = "hand_example or stable_for_large_s"  # the tests that judge the chosen mutants
 LABELS = {
@@ -147,7 +149,7 @@ def test_a_program_is_built_and_run_from_its_scratch_copy(tmp_path: Path) -> Non
     impl = f"cmd:{sys.executable} -m elmo_conformance.conformance.serve outside_mix.py"
     done = mutate(
         "--impl", impl, "--source", "outside_mix.py", "--build", "grep -q 'return e / total' outside_mix.py",
-        "-k", "hand_example", "--out", str(tmp_path / "report"), "--no-html",
+        "-k", "hand_example", "--out", str(tmp_path / "report"), "--no-html", "--timeout-min", "4",
         "--mutant", ids["e / total -> None"], "--mutant", ids["k += 1 -> pass"],
         cwd=tmp_path,
     )  # fmt: skip

@@ -18,6 +18,8 @@ from elmo_conformance.conformance.report import document
 from elmo_conformance.conformance.report.browser import BrowserUnavailable, Chromium, find_chromium
 
 ROOT = Path(__file__).resolve().parent.parent
+# The module-scoped runs are shared: every test of this module on one pytest-xdist worker.
+pytestmark = pytest.mark.xdist_group("report-browser")
 RAISES = ROOT / "tests" / "broken" / "raises.py"
 WIDTH = 1400
 FAIL_BG, PASS_BG = (0xFF, 0xEB, 0xE9), (0xDA, 0xFB, 0xE1)  # report.css: --fail-bg, --pass-bg

@@ -32,7 +32,7 @@ from elmo_conformance.resources import PLUGIN, SUBPACKAGES, spec_version
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES_ENV = "ELMO_FIXTURES_DIR"
-pytestmark = pytest.mark.wheel
+pytestmark = [pytest.mark.wheel, pytest.mark.xdist_group("wheel")]  # one wheel and venv, on one worker
 
 THIRD_PARTY = '''
 """A third-party adapter, kept in its implementer's own repository: the reference in float64,
