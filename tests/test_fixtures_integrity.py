@@ -49,6 +49,22 @@ def run_harness(copy: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(done.command, done.exit_status, done.output or "", "")
 
 
+SCHEMAS = sorted((REPO_ROOT / "spec" / "schemas").glob("*.schema.json"))
+
+
+@pytest.mark.parametrize("path", SCHEMAS, ids=[p.name for p in SCHEMAS])
+def test_every_schema_of_the_spec_is_a_valid_schema(path: Path) -> None:
+    """§12: the harness validates fixtures, reports and manifests with these schemas and takes each
+    as valid (fixtures/store.py): each passes its meta-schema, and a broken copy does not."""
+    import jsonschema
+
+    schema = json.loads(path.read_text(encoding="utf-8"))
+    meta = jsonschema.validators.validator_for(schema)
+    meta.check_schema(schema)
+    with pytest.raises(jsonschema.SchemaError):
+        meta.check_schema({**schema, "type": 5})
+
+
 def test_the_committed_fixtures_pass_checks_0_to_4() -> None:
     manifest, results = integrity(FIXTURES_DIR)
     assert manifest is not None
