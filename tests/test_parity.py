@@ -9,8 +9,9 @@ parity`; `nox -s tests` keeps cheaper checks of the same properties:
 - torch: the suite's results and error answers (§3, §5, §8) through the protocol against
   in-process (`test_torch_results_and_errors_are_the_same_through_the_protocol`);
 - mutants through the protocol: numpy's §13.1 gate in-process and the C implementation's, whose
-  every mutant runs through the protocol (tests/test_builtins.py), and numpy's mutants served by
-  the protocol server and failing their expected tests (tests/test_diagnosis.py, `--mutant`)."""
+  every mutant runs through the protocol (tests/test_builtins.py), and a numpy mutant served by
+  the protocol server failing its expected test with its message (`--mutant s07`,
+  tests/test_mutants_declared.py)."""
 
 from __future__ import annotations
 
