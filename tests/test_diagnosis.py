@@ -12,16 +12,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.suite_runs import run_suite as _run_suite
+from tests.suite_runs import run_suite_here
 
 ROOT = Path(__file__).resolve().parent.parent
 BROKEN = ROOT / "tests" / "broken"
 
 
 def run_suite(tmp_path: Path, impl: str, *args: str) -> tuple[int, dict, str]:
-    """The suite on IMPL with ARGS through the entry point, the adapter in the harness's process
-    (fast); (exit status, JSON report, terminal output)."""
-    code, report, output = _run_suite(tmp_path, impl, "--in-process", *args)
+    """The suite on IMPL with ARGS in this process, the adapter in the harness's process (fast);
+    (exit status, JSON report, terminal output)."""
+    code, report, output = run_suite_here(tmp_path, impl, "--in-process", *args)
     assert report is not None, output
     return code, report, output
 
