@@ -43,8 +43,10 @@ class Guard:
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        from .loading import stop_processes
         from .process import stop_all
 
+        stop_processes()
         stop_all()
         leaked = [t for t in threading.enumerate() if t not in self.threads and t.is_alive() and not t.daemon]
         if not leaked or not _pytest_is_the_program():

@@ -247,6 +247,15 @@ def _load_process(arg: str) -> LoadedAdapter:
 _PROCESSES: dict[object, object] = {}
 
 
+def stop_processes() -> None:
+    """Stop every adapter process of this run and forget it (when a run ends): a later run in the
+    same Python process (``elmo_conformance.running.run_here``, the mutation workers) starts its
+    own, with its own options, rather than calling a process that was stopped."""
+    for adapter in list(_PROCESSES.values()):
+        adapter.stop()  # type: ignore[attr-defined]
+    _PROCESSES.clear()
+
+
 def load_adapter(arg: str, isolate: bool = False) -> LoadedAdapter:
     """The adapter of an --impl argument (§11). A process (`cmd:`, a built-in program) always
     runs as one; with `isolate`, so does a Python adapter, served by the protocol server in a

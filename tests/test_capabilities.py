@@ -12,13 +12,13 @@ import pytest
 
 from elmo_conformance.conformance import tolerances
 from elmo_conformance.conformance.loading import AdapterLoadError, as_adapter, available_builtins, load_adapter
-from tests.suite_runs import run_suite as _run_suite
+from tests.suite_runs import run_suite_here
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_suite(tmp_path: Path, impl: str, *args: str) -> tuple[int, dict | None, str]:
-    return _run_suite(tmp_path, impl, "-q", *args, timeout=600)
+    return run_suite_here(tmp_path, impl, "-q", *args)
 
 
 def adapter_file(tmp_path: Path, body: str, name: str = "mine.py") -> str:

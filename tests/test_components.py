@@ -16,7 +16,7 @@ from elmo_conformance.conformance.mutants.model import Baseline, MutantInfo, Mut
 from elmo_conformance.conformance.mutants.runner import Options, Results, not_applicable
 from elmo_conformance.conformance.mutants.verdicts import judge, session_failures
 from elmo_conformance.conformance.passtable import cell, table
-from tests.suite_runs import run_suite as _run_suite
+from tests.suite_runs import run_suite_here
 
 ROOT = Path(__file__).resolve().parent.parent
 SCALAR_MIX_TESTS = {
@@ -31,7 +31,7 @@ SCALAR_MIX_TESTS = {
 
 def run_suite(tmp_path: Path, impl: str, *args: str) -> tuple[int, dict, dict, str]:
     passes = tmp_path / "pass-table.json"
-    code, report, output = _run_suite(tmp_path, impl, "--pass-table", str(passes), *args)
+    code, report, output = run_suite_here(tmp_path, impl, "--pass-table", str(passes), *args)
     assert report is not None and passes.exists(), output
     return code, report, json.loads(passes.read_text()), output
 

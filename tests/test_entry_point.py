@@ -53,3 +53,17 @@ def test_every_launch_of_the_suite_goes_through_the_entry_point() -> None:
         "these files start pytest on the suite themselves; run it through elmo_conformance.run "
         f"(or run_here in a long-lived worker): {stray}"
     )
+
+
+def test_two_runs_in_one_process_each_start_their_own_adapter_process(tmp_path: Path) -> None:
+    """`run_here` twice in one Python process (the mutation workers, the project's own tests): the
+    first run's adapter processes are stopped when it ends, and the second run starts its own
+    rather than calling a stopped one (§11.1, §15.7)."""
+    from tests.suite_runs import run_suite_here
+
+    for run in ("first", "second"):
+        (tmp_path / run).mkdir()
+        code, report, output = run_suite_here(
+            tmp_path / run, "numpy", "--dtype", "float64", "-k", "test_hand_example_scalar_mix"
+        )
+        assert code == 0 and report is not None and report["summary"] == {"passed": 1}, f"{run} run:\n{output}"

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from elmo_conformance.conformance.xfails import Entry, parse
-from tests.suite_runs import run_suite
+from tests.suite_runs import run_suite_here
 
 ROOT = Path(__file__).resolve().parent.parent
 SKIP_SOFTMAX = ROOT / "tests" / "broken" / "skip_softmax.py"  # fails test_hand_example_scalar_mix (s01)
@@ -78,7 +78,7 @@ def test_a_missing_file_is_a_usage_error(tmp_path: Path) -> None:
 def run(tmp_path: Path, xfails: str, *args: str) -> tuple[int, dict | None, str]:
     (tmp_path / "xfails.txt").write_text(xfails, encoding="utf-8")
     args = ["--dtype", "float64", "--xfails-file", str(tmp_path / "xfails.txt"), *args]
-    return run_suite(tmp_path, str(SKIP_SOFTMAX), *args, timeout=300)
+    return run_suite_here(tmp_path, str(SKIP_SOFTMAX), *args)
 
 
 def outcome(report: dict, test: str) -> dict:
