@@ -8,6 +8,8 @@ the same options, the same exit codes, in an environment with the pinned require
 from __future__ import annotations
 
 import os
+import shutil
+from pathlib import Path
 
 import nox
 
@@ -89,7 +91,20 @@ def tests(session: nox.Session) -> None:
     # --dist loadgroup: the tests that share one run (tests/conftest.py) run on one worker.
     workers = str((os.cpu_count() or 1) + 1)
     command = ("python", "-m", "pytest", "tests", "-n", workers, "--dist", "loadgroup", "-m", "not full_parity")
-    session.run(*command, *session.posargs, env=WRITE_BYTECODE)
+    session.run(*command, *session.posargs, env={**WRITE_BYTECODE, **jax_compilation_cache(session)})
+
+
+def jax_compilation_cache(session: nox.Session) -> dict[str, str]:
+    """One XLA compilation cache on disk for a run's processes, empty at its start: a program that
+    the jax suite, the jax adapter's tests or its mutants compiled is loaded by the others (the
+    jax tests took 105 CPU-seconds without it and 76 with it, back to back)."""
+    folder = Path(session.create_tmp()) / "jax-compilation-cache"
+    shutil.rmtree(folder, ignore_errors=True)
+    return {
+        "JAX_COMPILATION_CACHE_DIR": str(folder),
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
+    }
 
 
 @nox.session
