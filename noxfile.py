@@ -8,8 +8,7 @@ the same options, the same exit codes, in an environment with the pinned require
 from __future__ import annotations
 
 import os
-import shutil
-from pathlib import Path
+import tempfile
 
 import nox
 
@@ -81,27 +80,26 @@ def dashboard(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The project's own tests, on every core (pytest-xdist): the harness's self-tests, the whole
-    suite on jax and c, the C mutants' gate of §13.1, numpy's full parity of the suite in-process and
-    through the protocol, and of its mutation matrix with --fail-fast (the full matrices and torch's
-    full parity: `nox -s parity`)."""
+    """The project's own tests with pytest-xdist: the harness's self-tests, the whole suite on jax
+    and c, the §13.1 gates of numpy's and C's mutants, and numpy's full parity of the suite
+    in-process and through the protocol (the mutation matrices and torch's full parity: `nox -s
+    parity`)."""
     session.install(NO_COMPILE, *REQUIREMENTS, "jax")
     # One worker more than cores: many tests wait on a process (a deadline, a hang, a build) with
     # a core idle. On 2 cores, 3 workers took 6 min 42 s and 2 workers 7 min 39 s, back to back.
     # --dist loadgroup: the tests that share one run (tests/conftest.py) run on one worker.
     workers = str((os.cpu_count() or 1) + 1)
     command = ("python", "-m", "pytest", "tests", "-n", workers, "--dist", "loadgroup", "-m", "not full_parity")
-    session.run(*command, *session.posargs, env={**WRITE_BYTECODE, **jax_compilation_cache(session)})
+    with tempfile.TemporaryDirectory(prefix="elmo-jax-cache-") as jax_cache:  # outside the checkout
+        session.run(*command, *session.posargs, env={**WRITE_BYTECODE, **jax_compilation_cache(jax_cache)})
 
 
-def jax_compilation_cache(session: nox.Session) -> dict[str, str]:
-    """One XLA compilation cache on disk for a run's processes, empty at its start: a program that
-    the jax suite, the jax adapter's tests or its mutants compiled is loaded by the others (the
-    jax tests took 105 CPU-seconds without it and 76 with it, back to back)."""
-    folder = Path(session.create_tmp()) / "jax-compilation-cache"
-    shutil.rmtree(folder, ignore_errors=True)
+def jax_compilation_cache(folder: str) -> dict[str, str]:
+    """One XLA compilation cache on disk, in `folder`, for a run's processes: a program that the
+    jax suite, the jax adapter's tests or its mutants compiled is loaded by the others (the jax
+    tests took 105 CPU-seconds without it and 76 with it, back to back)."""
     return {
-        "JAX_COMPILATION_CACHE_DIR": str(folder),
+        "JAX_COMPILATION_CACHE_DIR": folder,
         "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
         "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
     }

@@ -272,7 +272,10 @@ def run_here(
     (conformance/mutants/pool.py). Returns pytest's exit status; `plugins` observe the run."""
     import pytest
 
-    args = suite_arguments(suite_options(impls, pytest_args, **options))
+    # A run after the first finds the suite's modules imported already: pytest cannot rewrite
+    # their assertions again and would say so in every run's warnings summary.
+    quiet = ["-W", "ignore:Module already imported so cannot be rewritten:pytest.PytestAssertRewriteWarning"]
+    args = suite_arguments(suite_options(impls, [*quiet, *pytest_args], **options))
     return int(pytest.main(args, plugins=list(plugins)))
 
 

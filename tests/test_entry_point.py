@@ -67,3 +67,30 @@ def test_two_runs_in_one_process_each_start_their_own_adapter_process(tmp_path: 
             tmp_path / run, "numpy", "--dtype", "float64", "-k", "test_hand_example_scalar_mix"
         )
         assert code == 0 and report is not None and report["summary"] == {"passed": 1}, f"{run} run:\n{output}"
+
+
+RUN_HERE_AFTER_IMPORT = """
+import sys, tempfile
+from pathlib import Path
+import elmo_conformance.conformance.plugin  # imported before the run, as an earlier test's import has it
+from tests.suite_runs import run_suite_here
+code, report, output = run_suite_here(Path(tempfile.mkdtemp()), "numpy", "--dtype", "float64", "-k", "test_hand_example_scalar_mix")
+print(output)
+sys.exit(code)
+"""
+
+
+def test_a_run_here_after_the_suite_was_imported_adds_no_warning() -> None:
+    """A process that imported the suite's plugin before `run_here` (a pytest-xdist worker whose
+    tests import it): pytest cannot rewrite its assertions and, unless told otherwise, prints a
+    PytestAssertRewriteWarning in the run's output, which the suite's output must not carry."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_HERE_AFTER_IMPORT], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "warnings summary" not in done.stdout and "PytestAssertRewriteWarning" not in done.stdout, done.stdout
