@@ -74,8 +74,16 @@ def run_suite_here(
     """``run_suite`` in this process: pytest's own run of the suite (``pytest.main``) with the same
     command line, its terminal output collected; (exit status, report, output)."""
     report = tmp_path / report_name
+    impls = [impl] if isinstance(impl, str) else impl
+    code, output = run_args_here(*[a for i in impls for a in ("--impl", i)], "--report", str(report), *args)
+    data = json.loads(report.read_text()) if report.is_file() else None
+    return code, data, output
+
+
+def run_args_here(*args: str) -> tuple[int, str]:
+    """The suite in this process with a command line as the console command takes it (``--impl
+    numpy -k ...``); (exit status, its terminal output and error output together)."""
     output = io.StringIO()
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-        code = run_here(impl, [*args, "-p", "no:cacheprovider"], report=report)
-    data = json.loads(report.read_text()) if report.is_file() else None
-    return code, data, output.getvalue()
+        code = run_here((), [*args, "-p", "no:cacheprovider"])
+    return code, output.getvalue()

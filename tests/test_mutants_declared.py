@@ -17,6 +17,7 @@ from elmo_conformance.conformance.loading import AdapterLoadError, LoadedAdapter
 from elmo_conformance.conformance.mutants.declared import declared_mutants, describe
 from elmo_conformance.conformance.mutants.equivalence import Raised, changed_output, first_difference
 from elmo_conformance.conformance.spec import mutant_catalog
+from tests.suite_runs import run_args_here
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOG = {entry["id"]: entry for entry in mutant_catalog()}
@@ -134,10 +135,10 @@ def test_the_precheck_sees_a_mutant_broken_in_float32_only() -> None:
 
 
 def _pytest(*args: str) -> subprocess.CompletedProcess:
-    """The suite with ARGS through the one entry point, as a finished process would look (its
-    stdout and stderr together in stdout)."""
-    done = elmo_conformance.run((), ["-p", "no:cacheprovider", *args], capture=True, deadline_s=300)
-    return subprocess.CompletedProcess(done.command, done.exit_status, done.output or "", "")
+    """The suite with ARGS in this process (the adapter served by its own child process), as a
+    finished process would look (its stdout and stderr together in stdout)."""
+    code, output = run_args_here(*args)
+    return subprocess.CompletedProcess(list(args), code, output, "")
 
 
 def test_the_mutant_option_runs_a_mutant_and_prints_its_reproduce_command() -> None:

@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -175,14 +176,25 @@ def test_an_interrupted_run_leaves_the_users_sources_as_they_were(how: signal.Si
     command += ["--mutant", ids["k += 1 -> pass"], "--mutant", ids["e / total -> None"]]
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True, start_new_session=True)  # fmt: skip
+    output: list[str] = []
     try:
         assert process.stdout is not None
         for line in process.stdout:  # wait for the mutants to start
+            output.append(line)
             if line.startswith("baseline"):
                 break
+        # The rest is read as it comes, so that the run never blocks on a full pipe.
+        threading.Thread(target=lambda: output.extend(process.stdout or ()), daemon=True).start()
         time.sleep(4)
         os.killpg(process.pid, how)
-        process.wait(60)
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            group = subprocess.run(["ps", "-o", "pid,stat,wchan:24,args", "--sid", str(process.pid)],
+                                   capture_output=True, text=True).stdout  # fmt: skip
+            pytest.fail(
+                f"the run did not end within 60 s of {how.name}; its processes:\n{group}\n{''.join(output)[-3000:]}"
+            )
     finally:
         try:
             os.killpg(process.pid, signal.SIGKILL)  # whatever a SIGKILLed parent left running

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import elmo_conformance
 from elmo_conformance.conformance.loading import LoadedAdapter
 from elmo_conformance.conformance.passtable import cell, render, table
+from tests.suite_runs import run_args_here
 
 ROOT = Path(__file__).resolve().parent.parent
 SKIP_SOFTMAX = ROOT / "tests" / "broken" / "skip_softmax.py"
@@ -71,9 +71,8 @@ def test_a_run_prints_the_table_and_writes_it_as_json(tmp_path: Path) -> None:
     out = tmp_path / "reports" / "pass-table.json"
     args = ["-k", "test_hand_example or test_probe_accuracy_breaks_ties or test_every_validation_row"]
     args += ["--pass-table", str(out), "-p", "no:cacheprovider"]
-    done = elmo_conformance.run(["numpy", str(SKIP_SOFTMAX)], args, capture=True, deadline_s=300)
-    output = done.output or ""
-    assert done.exit_status == 1, done.describe()  # skip-softmax fails the hand example
+    code, output = run_args_here("--impl", "numpy", "--impl", str(SKIP_SOFTMAX), *args)
+    assert code == 1, output  # skip-softmax fails the hand example
     assert "pass table (spec sections and tests x adapter-dtype)" in output
     assert f"pass table written to {out}" in output
     data = json.loads(out.read_text())
@@ -94,6 +93,6 @@ def test_a_run_prints_the_table_and_writes_it_as_json(tmp_path: Path) -> None:
 
 def test_quiet_runs_print_no_table(tmp_path: Path) -> None:
     args = ["-q", "-p", "no:cacheprovider", "-k", "test_probe_accuracy_breaks_ties"]
-    done = elmo_conformance.run("numpy", args, capture=True, deadline_s=300)
-    assert done.exit_status == 0, done.describe()
-    assert "pass table" not in (done.output or "")
+    code, output = run_args_here("--impl", "numpy", *args)
+    assert code == 0, output
+    assert "pass table" not in output

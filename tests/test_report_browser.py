@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-import elmo_conformance
 from elmo_conformance.conformance.report import document
 from elmo_conformance.conformance.report.browser import BrowserUnavailable, Chromium, find_chromium
+from tests.suite_runs import run_args_here
 
 ROOT = Path(__file__).resolve().parent.parent
 # The module-scoped runs are shared: every test of this module on one pytest-xdist worker.
@@ -26,9 +26,10 @@ FAIL_BG, PASS_BG = (0xFF, 0xEB, 0xE9), (0xDA, 0xFB, 0xE1)  # report.css: --fail-
 
 
 def suite(report: Path, *args: str) -> subprocess.CompletedProcess:
-    """The suite with ARGS through the one entry point, writing `report` and its page."""
-    done = elmo_conformance.run((), ["-p", "no:cacheprovider", *args], report=report, capture=True, deadline_s=900)
-    return subprocess.CompletedProcess(done.command, done.exit_status, done.output or "", "")
+    """The suite with ARGS in this process (each adapter served by its own child process), writing
+    `report` and its page."""
+    code, output = run_args_here("--report", str(report), *args)
+    return subprocess.CompletedProcess(list(args), code, output, "")
 
 
 def browser() -> Chromium:
