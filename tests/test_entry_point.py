@@ -8,8 +8,13 @@ form), and those tests check that it works, from a checkout and from the install
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
+
+from tests.suite_runs import run_suite_here
 
 ROOT = Path(__file__).resolve().parent.parent
 LAUNCH = re.compile(r'"-m",\s*"pytest"|pytest\.main\(|\bpytest",\s*"conformance"')
@@ -59,8 +64,6 @@ def test_two_runs_in_one_process_each_start_their_own_adapter_process(tmp_path: 
     """`run_here` twice in one Python process (the mutation workers, the project's own tests): the
     first run's adapter processes are stopped when it ends, and the second run starts its own
     rather than calling a stopped one (§11.1, §15.7)."""
-    from tests.suite_runs import run_suite_here
-
     for run in ("first", "second"):
         (tmp_path / run).mkdir()
         code, report, output = run_suite_here(
@@ -84,10 +87,6 @@ def test_a_run_here_after_the_suite_was_imported_adds_no_warning() -> None:
     """A process that imported the suite's plugin before `run_here` (a pytest-xdist worker whose
     tests import it): pytest cannot rewrite its assertions and, unless told otherwise, prints a
     PytestAssertRewriteWarning in the run's output, which the suite's output must not carry."""
-    import os
-    import subprocess
-    import sys
-
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run(
         [sys.executable, "-c", RUN_HERE_AFTER_IMPORT], cwd=ROOT, env=env, capture_output=True, text=True
