@@ -164,7 +164,7 @@ def _argument(entry: Mapping[str, Any]) -> Argument:
 @cache
 def protocol() -> Protocol:
     """spec/protocol.json, checked against spec/schemas/protocol.schema.json."""
-    data = checked("protocol")  # the schema itself: tests/test_protocol.py
+    data = checked("protocol")  # the schema itself: tests/test_fixtures_integrity.py
     groups = {group["name"]: group["component"] for group in data["groups"]}
     functions = {
         entry["name"]: Function(

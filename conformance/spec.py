@@ -15,7 +15,8 @@ _HEADING = re.compile(r"^#{2,3} (\d+(?:\.\d+)?)\.? (.+)$")
 
 def checked(name: str) -> Any:
     """spec/NAME.json, validated against spec/schemas/NAME.schema.json (a ValueError naming the file
-    when it does not match). The schema itself is taken as valid: tests check each schema."""
+    when it does not match). The schema itself is taken as valid: tests/test_fixtures_integrity.py
+    checks every schema of spec/schemas."""
     import jsonschema
 
     data = json.loads((SPEC_DIR / f"{name}.json").read_text(encoding="utf-8"))

@@ -32,7 +32,7 @@ QUANTITIES = quantities(json.loads((SPEC_DIR / "tolerances.json").read_text(enco
 @cache
 def table() -> dict[str, Any]:
     """spec/tolerances.json, checked against spec/schemas/tolerances.schema.json."""
-    return checked("tolerances")  # the schema itself: tests/test_capabilities.py
+    return checked("tolerances")  # the schema itself: tests/test_fixtures_integrity.py
 
 
 def tolerance(dtype: str, device: str, quantity: str) -> dict[str, float]:
