@@ -14,7 +14,7 @@ import contextlib
 import io
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,16 +74,16 @@ def run_suite_here(
     """``run_suite`` in this process: pytest's own run of the suite (``pytest.main``) with the same
     command line, its terminal output collected; (exit status, report, output)."""
     report = tmp_path / report_name
-    impls = [impl] if isinstance(impl, str) else impl
-    code, output = run_args_here(*[a for i in impls for a in ("--impl", i)], "--report", str(report), *args)
+    code, output = run_args_here(*args, impls=impl, report=report)
     data = json.loads(report.read_text()) if report.is_file() else None
     return code, data, output
 
 
-def run_args_here(*args: str) -> tuple[int, str]:
-    """The suite in this process with a command line as the console command takes it (``--impl
-    numpy -k ...``); (exit status, its terminal output and error output together)."""
+def run_args_here(*args: str, impls: str | Sequence[str] = (), report: Path | None = None) -> tuple[int, str]:
+    """The suite in this process with the suite's or pytest's `args` (``--impl numpy -k ...`` as the
+    console command takes them, or `impls` and `report` as ``run_here`` does); (exit status, its
+    terminal output and error output together)."""
     output = io.StringIO()
     with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-        code = run_here((), [*args, "-p", "no:cacheprovider"])
+        code = run_here(impls, [*args, "-p", "no:cacheprovider"], report=report)
     return code, output.getvalue()
