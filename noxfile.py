@@ -25,6 +25,8 @@ WRITE_BYTECODE = {"PYTHONDONTWRITEBYTECODE": ""}
 # runs write the caches of the modules they import instead. The install of `nox -s tests` took
 # 86 s with compiling and 42 s without on a 2-core machine.
 NO_COMPILE = "--no-compile"
+# What `nox -s tests` selects; CI then runs `nox -s tests -- -m integration` (the last -m wins).
+FAST_FEEDBACK = "not full_parity and not integration"
 
 
 def requirements(without: tuple[str, ...] = ()) -> list[str]:
@@ -83,13 +85,15 @@ def tests(session: nox.Session) -> None:
     """The project's own tests with pytest-xdist: the harness's self-tests, the whole suite on jax
     and c, the §13.1 gates of numpy's and C's mutants, and numpy's full parity of the suite
     in-process and through the protocol (the mutation matrices and torch's full parity: `nox -s
-    parity`)."""
+    parity`). The tests marked `integration` (the wheel in a fresh virtual environment, a Dask
+    cluster, headless Chromium, the sanitizers) run with `nox -s tests -- -m integration`, as CI
+    does: pytest takes the last -m it is given."""
     session.install(NO_COMPILE, *REQUIREMENTS, "jax")
     # One worker more than cores: many tests wait on a process (a deadline, a hang, a build) with
     # a core idle. On 2 cores, 3 workers took 6 min 42 s and 2 workers 7 min 39 s, back to back.
     # --dist loadgroup: the tests that share one run (tests/conftest.py) run on one worker.
     workers = str((os.cpu_count() or 1) + 1)
-    command = ("python", "-m", "pytest", "tests", "-n", workers, "--dist", "loadgroup", "-m", "not full_parity")
+    command = ("python", "-m", "pytest", "tests", "-n", workers, "--dist", "loadgroup", "-m", FAST_FEEDBACK)
     with tempfile.TemporaryDirectory(prefix="elmo-jax-cache-") as jax_cache:  # outside the checkout
         session.run(*command, *session.posargs, env={**WRITE_BYTECODE, **jax_compilation_cache(jax_cache)})
 

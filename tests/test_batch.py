@@ -127,6 +127,7 @@ def check_records(out: Path, done: subprocess.CompletedProcess) -> dict[str, dic
     return found
 
 
+@pytest.mark.integration
 def test_batch_on_a_dask_cluster_and_embedded(tmp_path):
     """A real scheduler and two workers (dask scheduler / dask worker on 127.0.0.1), and the
     embedded default (the two batches at the same time, to save time): the same verdicts, every

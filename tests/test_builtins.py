@@ -1,10 +1,11 @@
 """The whole-suite checks that `nox -s tests` runs beside numpy's and torch's parity
 (tests/test_parity.py): jax (§11, a JAX implementation) and c (§15, a program speaking the wire
 protocol) pass the whole suite in both dtypes; every mutant of numpy and of the C implementation
-is killed by its expected tests (§13.1); the C implementation passes under AddressSanitizer and UBSan (what
-`nox -s sanitize` runs); and the fixtures can be trusted (§12.5, what `nox -s fixtures` runs).
-Each is one test, so that pytest-xdist spreads them over the machine's cores with the rest, and CI
-needs one virtual environment rather than one per session."""
+is killed by its expected tests (§13.1); the C implementation passes under AddressSanitizer and
+UBSan (what `nox -s sanitize` runs; marked `integration`, so `nox -s tests -- -m integration` runs
+it, as CI does); and the fixtures can be trusted (§12.5, what `nox -s fixtures` runs). Each is one
+test, so that pytest-xdist spreads them over the machine's cores with the rest, and CI needs one
+virtual environment rather than one per session."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ def test_every_mutant_of_the_implementation_is_killed(impl: str, tmp_path: Path)
     assert statuses and set(statuses) == {"Killed"}, statuses
 
 
+@pytest.mark.integration
 def test_the_c_implementation_passes_under_address_and_undefined_behaviour_sanitizers() -> None:
     """`nox -s sanitize`: the canaries are reported, and the whole suite on the sanitized build
     passes with no sanitizer report."""

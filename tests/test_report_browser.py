@@ -91,6 +91,7 @@ def test_a_run_with_failures_writes_its_page_beside_its_json(raises_run) -> None
     )
 
 
+@pytest.mark.integration
 def test_the_run_page_in_headless_chromium(raises_run, tmp_path: Path) -> None:
     _, out = raises_run
     page = out / "raises.html"
@@ -136,6 +137,7 @@ def test_the_run_page_in_headless_chromium(raises_run, tmp_path: Path) -> None:
 HOSTILE = "<script>alert(1)</script><img src=x onerror=alert(2)>"
 
 
+@pytest.mark.integration
 def test_a_hostile_error_message_is_text_in_the_browser(tmp_path: Path) -> None:
     adapter = tmp_path / "hostile.py"
     adapter.write_text(
@@ -203,6 +205,7 @@ def _installed(package: str) -> bool:
     return importlib.util.find_spec(package) is not None
 
 
+@pytest.mark.integration
 def test_the_dashboard_of_several_reports_in_headless_chromium(several, tmp_path: Path) -> None:
     done, out = several
     assert done.returncode == 0, done.stdout + done.stderr

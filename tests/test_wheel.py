@@ -32,7 +32,8 @@ from elmo_conformance.resources import PLUGIN, SUBPACKAGES, spec_version
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES_ENV = "ELMO_FIXTURES_DIR"
-pytestmark = [pytest.mark.wheel, pytest.mark.xdist_group("wheel")]  # one wheel and venv, on one worker
+# One wheel and venv, on one worker; `integration`: CI runs it with `nox -s tests -- -m integration`.
+pytestmark = [pytest.mark.wheel, pytest.mark.integration, pytest.mark.xdist_group("wheel")]
 
 THIRD_PARTY = '''
 """A third-party adapter, kept in its implementer's own repository: the reference in float64,
