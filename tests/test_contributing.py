@@ -1,6 +1,7 @@
 """CONTRIBUTING.md's checklists name real files and commands: every path it names exists (a glob
 matches something), every `nox -s` session it names is in noxfile.py, every script it runs is
-there, and the checklist for a spec function names every built-in adapter's package."""
+there, and the checklist for a spec function names every built-in adapter's package; `.ci/run`
+runs the test commands README gives."""
 
 from __future__ import annotations
 
@@ -68,3 +69,31 @@ def test_the_changelog_keeps_an_unreleased_section_first() -> None:
     from elmo_conformance import __version__
 
     assert any(heading.startswith(__version__) for heading in headings), f"CHANGELOG.md has no entry for {__version__}"
+
+
+def ci_misses(readme: str, ci_script: str) -> list[str]:
+    """The test commands of README's opening block (`nox -s tests ...` lines) that no line of
+    `.ci/run` runs (`python -m nox -s [other sessions] tests ...`)."""
+    block = readme.split("```", 2)[1]
+    commands = [line.split("#")[0].strip() for line in block.splitlines() if line.startswith("nox -s tests")]
+    lines = [line.strip() for line in ci_script.splitlines()]
+    return [
+        command
+        for command in commands
+        if not any(
+            re.fullmatch(rf"python -m nox -s (\w+ )*{re.escape(command[len('nox -s ') :])}", line) for line in lines
+        )
+    ]
+
+
+def test_ci_runs_the_test_commands_the_readme_gives() -> None:
+    """`.ci/run` runs each test command of README's opening block: `nox -s tests` and the tests
+    marked `integration`, which `nox -s tests` leaves out."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    ci_script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert ci_misses(readme, ci_script.replace("python -m nox -s tests -- -m integration\n", "")) == [
+        "nox -s tests -- -m integration"
+    ]
+    assert ci_misses(readme, ci_script) == []
+    noxfile = (ROOT / "noxfile.py").read_text(encoding="utf-8")
+    assert re.search(r'FAST_FEEDBACK = "[^"]*\bnot integration\b', noxfile), "nox -s tests runs the integration tests"
