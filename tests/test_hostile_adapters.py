@@ -15,17 +15,26 @@ from hypothesis import settings
 from hypothesis.errors import InvalidArgument
 
 from tests.suite_runs import run_suite as _run_suite
+from tests.suite_runs import run_suite_here
 
 ROOT = Path(__file__).resolve().parent.parent
 BROKEN = ROOT / "tests" / "broken"
 IN_PROCESS = "--in-process"
 
 
-def run_suite(
+def run_suite(tmp_path: Path, impl: str, *args: str) -> tuple[int, dict | None, str]:
+    """The suite on IMPL with ARGS in this process (pytest.main, as the mutation workers run it);
+    (exit status, report, output). For what the harness says of an adapter that its own checks or
+    its adapter's child process catch."""
+    return run_suite_here(tmp_path, impl, "--dtype", "float64", *args)
+
+
+def run_suite_apart(
     tmp_path: Path, impl: str, *args: str, timeout: float = 180, env: dict | None = None
 ) -> tuple[int, dict | None, str]:
-    """The suite on IMPL with ARGS through the entry point; (exit status, report, output). A run
-    that does not finish within `timeout` seconds fails the test: the harness hung."""
+    """The suite through the entry point, in a pytest process of its own: for an adapter that could
+    hang or outlive the harness's own process (--in-process), or that reads its own environment. A
+    run that does not finish within `timeout` seconds fails the test: the harness hung."""
     return _run_suite(tmp_path, impl, "--dtype", "float64", *args, timeout=timeout, env=env)
 
 
@@ -78,7 +87,8 @@ def test_a_hung_call_in_a_property_test_fails_at_once_and_is_not_retried(tmp_pat
     retried (before: 13 retries of 1 s each for this test, 281 s for a test in the field)."""
     args = ["--call-timeout", "1", "-k", "test_forward_layers_never_see_the_future", *shrinking_profile()]
     args += [mode] if mode else []
-    code, report, output = run_suite(tmp_path, str(BROKEN / "hangs_on_long_rows.py"), *args)
+    run = run_suite_apart if mode == IN_PROCESS else run_suite  # --in-process: the hang is in the harness
+    code, report, output = run(tmp_path, str(BROKEN / "hangs_on_long_rows.py"), *args)
     assert code == 1, output
     failed = outcome(report, "test_forward_layers_never_see_the_future")
     assert failed["outcome"] == "failed" and failed["when"] == "call", "a test failure, not an internal error"
@@ -92,7 +102,7 @@ def test_a_leaked_non_daemon_thread_does_not_keep_the_run_alive(tmp_path: Path, 
     """Python waits for every non-daemon thread before it exits. In a child process the thread
     dies with it; in the harness's process, `pytest` exits without waiting, and says so."""
     args = ["-k", "test_hand_example_scalar_mix", *([mode] if mode else [])]
-    code, report, output = run_suite(tmp_path, str(BROKEN / "leaks_thread.py"), *args, timeout=90)
+    code, report, output = run_suite_apart(tmp_path, str(BROKEN / "leaks_thread.py"), *args, timeout=90)
     assert code == 0, output
     assert report["complete"] and report["summary"] == {"passed": 1}
     left = "the adapter left 1 non-daemon thread(s) running ('leaked-by-adapter')"
@@ -119,7 +129,7 @@ def test_an_adapter_runs_in_a_child_process_unless_in_process_is_given(tmp_path:
     for mode in ("", IN_PROCESS):
         record = tmp_path / f"parent{mode}.txt"
         args = ["-k", "test_hand_example_scalar_mix", *([mode] if mode else [])]
-        code, _, output = run_suite(tmp_path, str(impl), *args, env={"ELMO_WHERE": str(record)})
+        code, _, output = run_suite_apart(tmp_path, str(impl), *args, env={"ELMO_WHERE": str(record)})
         assert code == 0, output
         parents[mode] = {int(line) for line in record.read_text().split()}
     assert parents[IN_PROCESS] == {os.getpid()}, "--in-process: called in the harness, which this test started"
@@ -164,7 +174,7 @@ def test_an_adapter_that_refills_one_output_buffer_fails_the_determinism_test(
     """Its second call changes the first call's result in place: compared as returned, the two
     would be one array. The harness keeps a copy of every result, and checks every function."""
     args = ["-k", "test_calls_are_deterministic", *([mode] if mode else [])]
-    code, report, output = run_suite(
+    code, report, output = run_suite_apart(
         tmp_path, str(BROKEN / "reuses_buffer.py"), *args, env={"ELMO_BROKEN_FUNCTION": function}
     )
     assert code == 1, output

@@ -33,7 +33,7 @@ from elmo_conformance.conformance.process import (
     ProcessTimeout,
     RemoteError,
 )
-from tests.suite_runs import run_suite
+from tests.suite_runs import run_suite, run_suite_here
 
 ROOT = Path(__file__).resolve().parent.parent
 FAULTY = ROOT / "tests" / "faulty" / "program.py"
@@ -59,9 +59,11 @@ def survivors(marker: str) -> list[str]:
 
 
 def run_faulty(tmp_path: Path, mode: str, at: int = 5, timeout: float = 3.0) -> tuple[int, dict | None, str, str]:
+    """The suite on a faulty program, in this process (run_suite_here): what misbehaves is the
+    program, a child of the harness, whatever process the harness runs in."""
     marker = f"faulty-{uuid.uuid4().hex[:12]}"
     impl = f"cmd:{sys.executable} {FAULTY} {mode} {at} {marker}"
-    code, data, output = run_suite(tmp_path, impl, "--call-timeout", str(timeout), *SELECTION, timeout=300)
+    code, data, output = run_suite_here(tmp_path, impl, "--call-timeout", str(timeout), *SELECTION)
     return code, data, output, marker
 
 
