@@ -5,15 +5,19 @@
 ``run_suite_here`` is the same run in this process (``elmo_conformance.running.run_here``, as the
 mutation workers run the suite): for tests of what the suite says about an implementation, where
 the supervision of a pytest process is not what is tested; it saves the start-up of a pytest
-process (about 1.2 CPU-seconds) per run.
+process (about 1.2 CPU-seconds) per run. A run in this process that has not ended after
+``HUNG_S`` seconds ends the process with every thread's stack, where ``run_suite``'s run would be
+stopped at its deadline: a harness that hangs fails a test rather than the test run never ending.
 """
 
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import io
 import json
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +32,8 @@ BROKEN = ROOT / "tests" / "broken"
 # The tests that read the one shared whole-suite run of the reference (tests/conftest.py): one
 # pytest-xdist worker runs them all (`--dist loadgroup`), so the run happens once.
 NUMPY_REFERENCE_RUN = pytest.mark.xdist_group("numpy-reference-run")
+# A suite run in the test's own process that has not ended by then: the harness hung.
+HUNG_S = 600.0
 
 
 def run_suite(
@@ -79,11 +85,32 @@ def run_suite_here(
     return code, data, output
 
 
-def run_args_here(*args: str, impls: str | Sequence[str] = (), report: Path | None = None) -> tuple[int, str]:
+def run_args_here(
+    *args: str, impls: str | Sequence[str] = (), report: Path | None = None, deadline_s: float = HUNG_S
+) -> tuple[int, str]:
     """The suite in this process with the suite's or pytest's `args` (``--impl numpy -k ...`` as the
     console command takes them, or `impls` and `report` as ``run_here`` does); (exit status, its
-    terminal output and error output together)."""
+    terminal output and error output together). A run that has not ended after `deadline_s`
+    seconds (the harness hung) ends this process (``end_hung_process``), so that pytest-xdist
+    reports the test's worker as crashed rather than the test run never ending."""
     output = io.StringIO()
-    with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-        code = run_here(impls, [*args, "-p", "no:cacheprovider"], report=report)
+    stderr = os.dup(2)  # the error output as it is now: the run's pytest captures file descriptor 2
+    watchdog = threading.Timer(deadline_s, end_hung_process, args=(deadline_s, output, stderr))
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+            code = run_here(impls, [*args, "-p", "no:cacheprovider"], report=report)
+    finally:
+        watchdog.cancel()
+        os.close(stderr)
     return code, output.getvalue()
+
+
+def end_hung_process(deadline_s: float, output: io.StringIO, stderr: int) -> None:
+    """Write the run's output so far and every thread's stack to `stderr` (a file descriptor),
+    then exit with status 1."""
+    said = f"\na suite run in this process did not end within {deadline_s:g} s (the harness hung); its output so far:\n"
+    os.write(stderr, (said + output.getvalue()[-3000:] + "\n").encode("utf-8", errors="replace"))
+    faulthandler.dump_traceback(file=stderr, all_threads=True)
+    os._exit(1)

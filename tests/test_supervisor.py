@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import subprocess
 import sys
 import textwrap
 import time
@@ -261,3 +263,45 @@ def test_a_page_that_cannot_be_written_is_one_line_and_the_same_status_in_the_js
         == f"the HTML page {tmp_path / 'x.html'} cannot be written: Is a directory"
     )
     assert "Traceback" not in (result.output or ""), result.output
+
+
+# ------------------------------------------------------------------------ the self-tests' in-process runs
+
+HANGING_RUN = """
+import sys, time
+from pathlib import Path
+sys.path.insert(0, {root!r})
+from tests.suite_runs import run_args_here
+
+folder = Path({folder!r})
+(folder / "sleeps.py").write_text(
+    "import time\\n"
+    "from elmo_conformance.adapters.numpy import NumpyAdapter\\n\\n\\n"
+    "class Sleeps(NumpyAdapter):\\n"
+    "    name = 'sleeps'\\n\\n"
+    "    def scalar_mix(self, s, gamma, layers):\\n"
+    "        time.sleep(3600)\\n\\n\\n"
+    "adapter = Sleeps()\\n"
+)
+one = ["-k", "test_hand_example_scalar_mix", "--dtype", "float64"]
+code, _ = run_args_here("--impl", "numpy", "--co", *one, deadline_s=8)
+time.sleep(9)
+print(f"a run that ended in time: exit {{code}}, this process still running", flush=True)
+run_args_here("--impl", str(folder / "sleeps.py"), "--in-process", "--call-timeout", "1000", *one, deadline_s=3)
+print("not reached", flush=True)
+"""
+
+
+def test_an_in_process_run_that_hangs_ends_its_process_with_every_stack(tmp_path: Path) -> None:
+    """tests/suite_runs.run_args_here: a run in the test's own process that outlives its deadline
+    (here an adapter asleep for an hour, --in-process, with a call timeout beyond the deadline)
+    ends that process with exit status 1, the run's output and every thread's stack; a run that
+    ended in time leaves the process running past its deadline."""
+    script = tmp_path / "hang.py"
+    script.write_text(HANGING_RUN.format(root=str(ROOT), folder=str(tmp_path)), encoding="utf-8")
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert "a run that ended in time: exit 0, this process still running" in done.stdout, done.stdout + done.stderr
+    assert done.returncode == 1 and "not reached" not in done.stdout, done.stdout + done.stderr
+    assert "a suite run in this process did not end within 3 s (the harness hung)" in done.stderr, done.stderr
+    assert "test_hand_example_scalar_mix" in done.stderr, "the run's output so far"
+    assert re.search(r'File ".*sleeps\.py", line 9 in scalar_mix', done.stderr), done.stderr
