@@ -284,8 +284,8 @@ folder = Path({folder!r})
     "adapter = Sleeps()\\n"
 )
 one = ["-k", "test_hand_example_scalar_mix", "--dtype", "float64"]
-code, _ = run_args_here("--impl", "numpy", "--co", *one, deadline_s=8)
-time.sleep(9)
+code, _ = run_args_here("--impl", "numpy", "--co", *one, deadline_s=15)
+time.sleep(16)
 print(f"a run that ended in time: exit {{code}}, this process still running", flush=True)
 run_args_here("--impl", str(folder / "sleeps.py"), "--in-process", "--call-timeout", "1000", *one, deadline_s=3)
 print("not reached", flush=True)
