@@ -8,12 +8,12 @@ form), and those tests check that it works, from a checkout and from the install
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+from elmo_conformance.resources import child_environment
 from tests.suite_runs import run_suite_here
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,9 +87,8 @@ def test_a_run_here_after_the_suite_was_imported_adds_no_warning() -> None:
     """A process that imported the suite's plugin before `run_here` (a pytest-xdist worker whose
     tests import it): pytest cannot rewrite its assertions and, unless told otherwise, prints a
     PytestAssertRewriteWarning in the run's output, which the suite's output must not carry."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     done = subprocess.run(
-        [sys.executable, "-c", RUN_HERE_AFTER_IMPORT], cwd=ROOT, env=env, capture_output=True, text=True
+        [sys.executable, "-c", RUN_HERE_AFTER_IMPORT], cwd=ROOT, env=child_environment(), capture_output=True, text=True
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "warnings summary" not in done.stdout and "PytestAssertRewriteWarning" not in done.stdout, done.stdout

@@ -21,7 +21,7 @@ import pytest
 
 import elmo_conformance
 from elmo_conformance import invocation, supervisor
-from elmo_conformance.resources import checkout_root
+from elmo_conformance.resources import checkout_root, child_environment
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN_ID = "0123abcd"
@@ -268,9 +268,8 @@ def test_a_page_that_cannot_be_written_is_one_line_and_the_same_status_in_the_js
 # ------------------------------------------------------------------------ the self-tests' in-process runs
 
 HANGING_RUN = """
-import sys, time
+import time
 from pathlib import Path
-sys.path.insert(0, {root!r})
 from tests.suite_runs import run_args_here
 
 folder = Path({folder!r})
@@ -298,8 +297,11 @@ def test_an_in_process_run_that_hangs_ends_its_process_with_every_stack(tmp_path
     ends that process with exit status 1, the run's output and every thread's stack; a run that
     ended in time leaves the process running past its deadline."""
     script = tmp_path / "hang.py"
-    script.write_text(HANGING_RUN.format(root=str(ROOT), folder=str(tmp_path)), encoding="utf-8")
-    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    script.write_text(HANGING_RUN.format(folder=str(tmp_path)), encoding="utf-8")
+    env = child_environment()  # the checkout first on PYTHONPATH, for tests.suite_runs
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
     assert "a run that ended in time: exit 0, this process still running" in done.stdout, done.stdout + done.stderr
     assert done.returncode == 1 and "not reached" not in done.stdout, done.stdout + done.stderr
     assert "a suite run in this process did not end within 3 s (the harness hung)" in done.stderr, done.stderr
