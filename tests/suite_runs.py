@@ -5,7 +5,9 @@
 ``run_suite_here`` is the same run in this process (``elmo_conformance.running.run_here``, as the
 mutation workers run the suite): for tests of what the suite says about an implementation, where
 the supervision of a pytest process is not what is tested; it saves the start-up of a pytest
-process (about 1.2 CPU-seconds) per run. A run in this process that has not ended after
+process (about 1.2 CPU-seconds) per run. Both take the suite's own configuration
+(conformance/suite.ini, which turns pytest's cache off), so they add no option of their own.
+A run in this process that has not ended after
 ``HUNG_S`` seconds ends the process with every thread's stack, where ``run_suite``'s run would be
 stopped at its deadline: a harness that hangs fails a test rather than the test run never ending.
 """
@@ -66,9 +68,7 @@ def run(
     ``RunResult.report`` is this run's report (the same record)."""
     report = tmp_path / report_name
     merged = {**os.environ, **(env or {})}
-    result = elmo_conformance.run(
-        impl, [*args, "-p", "no:cacheprovider"], report=report, deadline_s=timeout, env=merged, cwd=cwd, capture=True
-    )
+    result = elmo_conformance.run(impl, args, report=report, deadline_s=timeout, env=merged, cwd=cwd, capture=True)
     if result.timed_out:
         pytest.fail(f"the run did not finish within {timeout} s: the harness hung\n{result.describe()}")
     return result
@@ -100,7 +100,7 @@ def run_args_here(
     watchdog.start()
     try:
         with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-            code = run_here(impls, [*args, "-p", "no:cacheprovider"], report=report)
+            code = run_here(impls, args, report=report)
     finally:
         watchdog.cancel()
         os.close(stderr)

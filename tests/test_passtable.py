@@ -70,7 +70,7 @@ def test_rows_follow_the_spec_and_columns_the_adapters() -> None:
 def test_a_run_prints_the_table_and_writes_it_as_json(tmp_path: Path) -> None:
     out = tmp_path / "reports" / "pass-table.json"
     args = ["-k", "test_hand_example or test_probe_accuracy_breaks_ties or test_every_validation_row"]
-    args += ["--pass-table", str(out), "-p", "no:cacheprovider"]
+    args += ["--pass-table", str(out)]
     code, output = run_args_here("--impl", "numpy", "--impl", str(SKIP_SOFTMAX), *args)
     assert code == 1, output  # skip-softmax fails the hand example
     assert "pass table (spec sections and tests x adapter-dtype)" in output
@@ -92,7 +92,7 @@ def test_a_run_prints_the_table_and_writes_it_as_json(tmp_path: Path) -> None:
 
 
 def test_quiet_runs_print_no_table(tmp_path: Path) -> None:
-    args = ["-q", "-p", "no:cacheprovider", "-k", "test_probe_accuracy_breaks_ties"]
+    args = ["-q", "-k", "test_probe_accuracy_breaks_ties"]
     code, output = run_args_here("--impl", "numpy", *args)
     assert code == 0, output
     assert "pass table" not in output
