@@ -220,7 +220,15 @@ class Collector:
         return killed and self.must_run <= set(self.outcomes)
 
 
+MESSAGE_CHARS = 4000
+
+
 def _message(report: pytest.TestReport) -> str:
+    """What a failed test said: the exception's own text (the harness's message, which says
+    what the spec expected and what came back), from its start; the whole report when there is
+    no such text. The reproduce lines after it would name a mutant's deleted scratch folder."""
     if report.skipped and isinstance(report.longrepr, tuple):
         return str(report.longrepr[2])
-    return report.longreprtext[-3000:]
+    crash = getattr(report.longrepr, "reprcrash", None)
+    text = getattr(crash, "message", None) or report.longreprtext
+    return text[:MESSAGE_CHARS] + (" [...]" if len(text) > MESSAGE_CHARS else "")

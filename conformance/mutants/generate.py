@@ -221,7 +221,7 @@ def generate(path: Path, relative: str | None = None, check: bool = True) -> lis
         occurrence = occurrences[pair] = occurrences.get(pair, -1) + 1
         mutant = Generated(
             _mutant_id(relative, *pair, occurrence),
-            str(path.resolve()),
+            os.path.abspath(path),  # as the user names it: a link stays the link inside the project
             line,
             lines[line - 1].rstrip("\r\n"),
             replacement,
@@ -251,4 +251,4 @@ def source_files(paths: list[Path]) -> list[Path]:
                 found += [Path(root) / f for f in sorted(files) if language_of(Path(f))]
         else:
             found.append(path)
-    return list(dict.fromkeys(p.resolve() for p in found))
+    return list(dict.fromkeys(Path(os.path.abspath(p)) for p in found))

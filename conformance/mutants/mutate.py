@@ -1,19 +1,27 @@
-"""elmo-conformance mutate --impl ARG [--source PATH...] [--build CMD] [--out DIR]
+"""elmo-conformance mutate --impl ARG [--source PATH...] [--root DIR] [--build CMD] [--out DIR]
 
 Mutation-test an implementation without writing its mutants (spec §13.2): universalmutator's
-rules generate mutants from the implementation's own source, each is written into a scratch copy
-(the user's files are only read), built there when there is a build, and run through the tests
-that reach the mutated code until the first kill.
+rules generate mutants from the implementation's own source; each is written into a scratch copy
+of the project (scratch.py: the user's files are only read), built there when there is a build,
+and run through the tests that reach the mutated code until the first kill.
 
-Exit status: 0 when every mutant was judged (survivors are reported, not failed), 1 when the
-clean baseline fails or a mutant could not be judged, 2 for a usage error. With --rerun ID: the
-suite's own exit status on that mutant (0: it survives, 1: a test kills it).
+A mutant is Killed when a test of the suite failed on it that passed on the clean implementation
+run the same way (the control run: the clean copy, served or built as every mutant is); Timeout
+when it ran past its deadline; Survived when its tests passed; NoCoverage when no test reaches
+it; CompileError when its build failed; RuntimeError when it could not be judged (the harness
+could not start it, or its run broke before a verdict). The score is killed and timed out of
+Killed + Timeout + Survived + NoCoverage: CompileError and RuntimeError stay out of it.
+
+Exit status: 0 when the mutants were judged (survivors are reported, not failed) and the score
+is at least --fail-under; 1 when the clean baseline or the control run fails, when more than
+--max-errors percent of the mutants could not be judged, or when the score is below --fail-under;
+2 for a usage error; 130 when interrupted (the report says it is partial). With --rerun ID: 0
+when the mutant survives the suite, 1 when a test kills it, 3 when it cannot be judged.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib
 import importlib.util
 import json
@@ -26,26 +34,41 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from elmo_conformance import __version__
 from elmo_conformance.conformance.loading import BUILTINS, PROGRAMS
 
 from .__main__ import FACTOR, SECONDS, _cores
+from .cache import Cache, OutLocked, digest, from_cache, lock_out, tree_digest
 from .generate import EngineMissing, Generated, generate, language_of, require_extra, source_files
 from .html import NpmUnavailable, write_html
-from .model import Baseline, MutantInfo, MutantRun, TestOutcome
+from .model import Baseline, MutantInfo, MutantRun
 from .pool import WorkerStartError, run_jobs
-from .reach import EVERY, ProgramMap, program_reach, python_reach, scope_text
+from .reach import EVERY, ProgramMap, program_reach, python_reach
 from .runner import SESSION_OVERHEAD_S, Options, Plan, Results
-from .scratch import BuildFailed, Target, build, import_path, prepare
+from .scratch import (
+    BuildFailed,
+    Copied,
+    Target,
+    UsageError,
+    build,
+    check_root,
+    copy_project,
+    describe_copy,
+    find_root,
+    program_path,
+)
 from .verdicts import Verdict, baseline_problem
-from .worker import SUITE, BaselineJob, GeneratedJob
+from .worker import SUITE, BaselineJob, GeneratedJob, MutantJob
 
 CACHE = "mutate-cache.json"
 DETECTED = ("Killed", "Timeout")
 VALID = ("Killed", "Timeout", "Survived", "NoCoverage")  # Stryker's: what the score counts
+CONTROL = "control"  # the id of the control run's job: the clean copy, run as every mutant is
+INTERRUPTED = 130
 
 
 def parse(argv: list[str]) -> argparse.Namespace:
@@ -68,9 +91,23 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="a file or folder to mutate (repeatable); default: the adapter's own file, a built-in's own sources",
     )
     parser.add_argument(
+        "--root",
+        type=Path,
+        metavar="DIR",
+        help="the project root, copied for each mutant (default: the nearest folder above the sources with a "
+        "project file such as pyproject.toml, Cargo.toml or Makefile; a built-in's own folder)",
+    )
+    parser.add_argument(
         "--build",
         metavar="CMD",
         help="shell command that rebuilds a program in the scratch copy after each mutation (cwd: the copy)",
+    )
+    parser.add_argument(
+        "--build-timeout",
+        type=SECONDS,
+        default=900.0,
+        metavar="SECONDS",
+        help="for the clean build (default 900); a mutant's build gets --timeout-min + --timeout-factor x the clean one",
     )
     parser.add_argument("--out", type=Path, default=Path("reports/mutate"), help="report folder (default %(default)s)")
     parser.add_argument("-k", dest="select", metavar="EXPR", help="only the suite's tests pytest -k EXPR selects")
@@ -82,6 +119,16 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "--max-mutants", type=int, metavar="N", help="run a seeded random sample of N of the generated mutants"
     )
     parser.add_argument("--seed", type=int, default=0, help="the sample's seed (default 0)")
+    parser.add_argument(
+        "--max-errors",
+        type=float,
+        default=5.0,
+        metavar="PERCENT",
+        help="fail the run when more than this percentage of the mutants could not be judged (default 5)",
+    )
+    parser.add_argument(
+        "--fail-under", type=float, metavar="SCORE", help="exit 1 when the mutation score is below SCORE percent"
+    )
     parser.add_argument("--mutant", action="append", default=[], metavar="ID", help="only this mutant (repeatable)")
     parser.add_argument(
         "--no-cache", action="store_true", help="re-run every mutant (default: reuse unchanged results)"
@@ -91,19 +138,20 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--rerun", metavar="MUTANT_ID", help="run the whole suite on this one mutant, as a survivor's line says"
     )
+    parser.add_argument("--show", metavar="MUTANT_ID", help="print the mutant as a diff of its file and exit")
     args = parser.parse_args(argv)
     if args.workers < 1:
         parser.error(f"--workers: expected an integer >= 1, got {args.workers}")
     if args.max_mutants is not None and args.max_mutants < 1:
         parser.error(f"--max-mutants: expected an integer >= 1, got {args.max_mutants}")
+    for name in ("max_errors", "fail_under"):
+        value = getattr(args, name)
+        if value is not None and not 0 <= value <= 100:
+            parser.error(f"--{name.replace('_', '-')}: expected a percentage from 0 to 100, got {value:g}")
     return args
 
 
 # --- what is mutated ----------------------------------------------------------------------------
-
-
-class UsageError(Exception):
-    pass
 
 
 def _module_file(module: str) -> Path:
@@ -126,13 +174,25 @@ def default_build_c(root: Path) -> str:
     )
 
 
+def served_path() -> tuple[str, ...]:
+    """The PYTHONPATH of a clean run's served adapter (conformance/loading.py): a mutant is
+    served with the same one, mapped into its copy. Never a site-packages folder: there it would
+    come before the standard library, and a backport installed beside the suite (the `typing`
+    package that the `mutate` extra pulls in) would shadow it."""
+    from elmo_conformance.conformance.loading import _child_environment
+
+    entries = [p for p in _child_environment().get("PYTHONPATH", "").split(os.pathsep) if p]
+    return tuple(p for p in entries if os.path.basename(p.rstrip(os.sep)) not in ("site-packages", "dist-packages"))
+
+
 def resolve(args: argparse.Namespace) -> tuple[Target, list[Path]]:
     impl = args.impl
-    given = [path.resolve() for path in args.source]
+    given = [Path(os.path.abspath(path)) for path in args.source]
     for path in given:
         if not path.exists():
             raise UsageError(f"--source {path}: no such file or folder")
     program = build_command = None
+    builtin_folder: Path | None = None
     if impl.startswith("cmd:"):
         if not given:
             raise UsageError("--impl cmd:...: name the program's sources with --source (and its build with --build)")
@@ -141,7 +201,8 @@ def resolve(args: argparse.Namespace) -> tuple[Target, list[Path]]:
     elif impl in PROGRAMS:  # the built-in c
         here = Path(importlib.import_module(BUILTINS[impl][0]).HERE)
         # its own sources, less the declared mutants' code (mutants.c, §13.1), which a generated run never reaches
-        given = given or sorted(p for p in here.glob("*.c") if p.name != "mutants.c")
+        if not given:
+            given, builtin_folder = sorted(p for p in here.glob("*.c") if p.name != "mutants.c"), here
         program = f"cmd:{here / importlib.import_module(BUILTINS[impl][0]).PROGRAM}"
         build_command = args.build or default_build_c(here)
         python = False
@@ -152,23 +213,38 @@ def resolve(args: argparse.Namespace) -> tuple[Target, list[Path]]:
         if not given:
             if impl == "numpy":  # the reference, through the numpy adapter (spec §13.2)
                 given = sorted(_module_file("elmo_conformance.reference").parent.glob("*.py"))
+                builtin_folder = given[0].parent
             elif impl in BUILTINS:
                 folder = _module_file(BUILTINS[impl][0]).parent
-                given = sorted(p for p in folder.glob("*.py") if p.name != "mutants.py")
+                given, builtin_folder = sorted(p for p in folder.glob("*.py") if p.name != "mutants.py"), folder
             elif impl.endswith(".py"):
-                given = [Path(impl).resolve()]
+                given = [Path(os.path.abspath(impl))]
             elif ":" in impl:
-                given = [_module_file(impl.split(":", 1)[0]).resolve()]
+                given = [Path(os.path.abspath(_module_file(impl.split(":", 1)[0])))]
             else:
                 raise UsageError(f"--impl {impl}: name the files to mutate with --source")
     files = source_files(given)
     if not files:
         raise UsageError("no source file of a language universalmutator knows in " + ", ".join(map(str, given)))
-    folders = [p if p.is_dir() else p.parent for p in given]
-    root = Path(os.path.commonpath([str(f) for f in folders]))
-    if not python and build_command is None and program is not None:
-        build_command = None  # an interpreted program: run from the copy as it is
-    target = Target(impl, python, str(root), build_command, program, import_path() if python else ())
+    if args.root is not None:
+        root = Path(os.path.abspath(args.root))
+    elif builtin_folder is not None:
+        root = builtin_folder
+    else:
+        anchors = [*given]
+        if python and impl.endswith(".py") and os.path.isfile(impl):
+            anchors.append(Path(os.path.abspath(impl)))
+        root = find_root(anchors)
+    check_root(root, files, args.out)
+    target = Target(
+        impl,
+        python,
+        str(root),
+        build_command,
+        program,
+        cwd=os.getcwd(),
+        import_path=served_path() if python else (),
+    )
     return target, files
 
 
@@ -186,15 +262,7 @@ def sample(mutants: list[Generated], n: int | None, seed: int) -> list[Generated
     return [m for i, m in enumerate(mutants) if i in keep]
 
 
-# --- the incremental cache ----------------------------------------------------------------------
-
-
-def _digest(*parts: str | bytes) -> str:
-    h = hashlib.sha256()
-    for part in parts:
-        h.update(part if isinstance(part, bytes) else part.encode())
-        h.update(b"\0")
-    return h.hexdigest()
+# --- what a cached status depends on ---------------------------------------------------------
 
 
 def suite_version() -> str:
@@ -202,100 +270,72 @@ def suite_version() -> str:
     valid only for the suite that produced it."""
     parts: list[str | bytes] = [__version__]
     spec = Path(str(importlib.import_module("elmo_conformance.spec").__file__)).parent
-    for path in sorted([*SUITE.glob("*.py"), *spec.glob("*.json")]):
-        parts += [path.name, path.read_bytes()]
-    return _digest(*parts)[:16]
+    for path in sorted([*SUITE.rglob("*.py"), *spec.glob("*.json")]):
+        parts += [path.relative_to(path.parents[1]).as_posix(), path.read_bytes()]
+    return digest(*parts)[:16]
 
 
-class Cache:
-    """Results of earlier runs (Stryker's incremental mode). A kill (or timeout) is keyed by the
-    mutant (its id: file, line text before and after), the function around it, the suite version
-    and the command line that matters (impl, build, -k): it is re-tested when that function or the
-    suite changes. A survivor's, an unreached mutant's and a compile error's key also holds every
-    source file's text: a change anywhere may change them."""
-
-    def __init__(self, path: Path, enabled: bool) -> None:
-        self.path, self.enabled = path, enabled
-        self.entries: dict[str, dict] = {}
-        if enabled and path.is_file():
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-                if data.get("version") == 1:
-                    self.entries = dict(data["entries"])
-            except (OSError, ValueError, KeyError, TypeError):
-                self.entries = {}
-
-    @staticmethod
-    def keys(target: Target, mutant: Generated, suite: str, sources: str, select: str | None) -> tuple[str, str]:
-        scope = scope_text(mutant.file, mutant.line)
-        base = _digest(mutant.id, scope, suite, target.impl, target.build or "", select or "")
-        return base, _digest(base, sources)
-
-    def get(self, keys: tuple[str, str]) -> dict | None:
-        if not self.enabled:
-            return None
-        kill_key, any_key = keys
-        entry = self.entries.get(kill_key)
-        if entry is not None and entry["status"] in DETECTED:
-            return entry
-        return self.entries.get(any_key)
-
-    def put(self, keys: tuple[str, str], run: MutantRun) -> None:
-        key = keys[0] if run.status in DETECTED else keys[1]
-        if run.status in (*VALID, "CompileError"):
-            self.entries[key] = {
-                "status": run.status,
-                "reason": run.reason,
-                "killers": run.killers,
-                "tests": {n: asdict(t) for n, t in run.tests.items() if t.killed},
-                "tested": len(run.tests),
-                "selected": run.selected,
-                "duration": run.duration,
-            }
-
-    def save(self) -> None:
-        if self.enabled:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_text(json.dumps({"version": 1, "entries": self.entries}) + "\n", encoding="utf-8")
-
-
-def _from_cache(impl: str, mutant: str, entry: dict) -> MutantRun:
-    tests = {n: TestOutcome(**t) for n, t in entry.get("tests", {}).items()}
-    run = MutantRun(impl, mutant, entry["status"], tests, list(entry.get("selected", [])), reason=entry.get("reason"))
-    run.duration, run.cached = float(entry.get("duration", 0.0)), True
-    return run
+def verdict_options(args: argparse.Namespace) -> dict[str, object]:
+    """The options that can change a mutant's status (the cache's key holds them)."""
+    return {
+        "select": args.select,
+        "timeout_factor": args.timeout_factor,
+        "timeout_min": args.timeout_min,
+        "build_timeout": args.build_timeout,
+        "root": str(args.root) if args.root else None,
+    }
 
 
 # --- the run ------------------------------------------------------------------------------------
 
 
 class Progress:
-    """done / total, kills, survivors and the time left, on one terminal line (tqdm)."""
+    """done / total of the mutants that run, kills, survivors and the time left: one terminal line
+    (tqdm) on a terminal, and a plain line every PLAIN_EVERY seconds otherwise (a CI log)."""
 
-    def __init__(self, enabled: bool) -> None:
+    PLAIN_EVERY = 10.0
+
+    def __init__(self, enabled: bool, stream: Any = None) -> None:
         self.enabled = enabled
-        self.bar = None
+        self.stream = stream or sys.stderr
+        self.bar: Any = None
         self.counts: Counter[str] = Counter()
+        self.total = self.done_count = 0
+        self.started = self.shown = 0.0
 
     def start(self, total: int) -> None:
-        if self.enabled and total:
+        self.total, self.started, self.shown = total, time.monotonic(), time.monotonic()
+        if self.enabled and total and self.stream.isatty():
             from tqdm import tqdm
 
-            self.bar = tqdm(total=total, unit="mutant", dynamic_ncols=True, file=sys.stderr, smoothing=0.1)
+            self.bar = tqdm(total=total, unit="mutant", dynamic_ncols=True, file=self.stream, smoothing=0.1)
 
-    def done(self, run: MutantRun) -> None:
+    def _counts(self) -> str:
+        c = self.counts
+        return f"killed {c['Killed'] + c['Timeout']}, survived {c['Survived']}, no coverage {c['NoCoverage']}"
+
+    def done(self, run: MutantRun, ran: bool = True) -> None:
+        """One more mutant judged; `ran`: it ran here (not from the cache, not unreached)."""
         self.counts[run.status] += 1
+        if not ran:
+            return
+        self.done_count += 1
         if self.bar is not None:
-            c = self.counts
-            self.bar.set_postfix_str(
-                f"killed {c['Killed'] + c['Timeout']}, survived {c['Survived']}, no coverage {c['NoCoverage']}",
-                refresh=False,
-            )
+            self.bar.set_postfix_str(self._counts(), refresh=False)
             self.bar.update(1)
+        elif self.enabled and self.total and time.monotonic() - self.shown >= self.PLAIN_EVERY:
+            self.shown = time.monotonic()
+            elapsed = self.shown - self.started
+            left = elapsed / self.done_count * (self.total - self.done_count)
+            print(
+                f"mutate: {self.done_count}/{self.total} mutants run ({self._counts()}), about {left:.0f} s left",
+                file=self.stream,
+                flush=True,
+            )
 
     def write(self, line: str) -> None:
         if self.bar is not None:
-            self.bar.write(line, file=sys.stderr)
+            self.bar.write(line, file=self.stream)
         else:
             print(line, flush=True)
 
@@ -305,8 +345,10 @@ class Progress:
 
 
 class GeneratedPlan(Plan):
-    """The runner's scheduler for generated mutants: the baseline (recording what each test
-    reaches), then each mutant through the tests that reach it, fastest first, to the first kill."""
+    """The runner's scheduler for generated mutants: the control run (the clean copy served or
+    built as every mutant is, through every test) beside the baseline (recording what each test
+    reaches); then each mutant through the tests that reach it and passed in both, fastest first,
+    to the first kill."""
 
     def __init__(
         self,
@@ -316,21 +358,50 @@ class GeneratedPlan(Plan):
         select: str | None,
         scratch: Path,
         cache: Cache,
+        context: str,
         progress: Progress,
     ) -> None:
         super().__init__(results, progress.write)
         self.target, self.mutants, self.select, self.scratch = target, mutants, select, scratch
-        self.cache, self.bar = cache, progress
+        self.cache, self.context, self.bar = cache, context, progress
         self.build_time = 0.0
         lines = tuple(sorted({m.file for m in mutants})) if target.python else ()
         n = results.options.workers
         self.baseline_jobs = [
             BaselineJob(target.impl, i, n, select=select, lines=lines, record_calls=not target.python) for i in range(n)
         ]
-        self.outstanding = len(self.baseline_jobs)
-        self.suite = suite_version()
-        self.sources = _digest(*sorted(_digest(m.file, Path(m.file).read_bytes()) for m in mutants))
-        self.keys: dict[str, tuple[str, str]] = {}
+        self.control_job: GeneratedJob | None = GeneratedJob(
+            target.impl, CONTROL, (), frozenset(), False, select, target=target, scratch=str(scratch), control=True
+        )
+        self.control: MutantRun | None = None
+        self.control_problem: str | None = None
+        self.baseline: Baseline | None = None
+        self.outstanding = len(self.baseline_jobs) + 1
+        self.keys: dict[str, str] = {}
+
+    def next_job(self) -> tuple[object, float | None] | None:
+        if self.control_job is not None:  # first: it takes a whole suite run, the baseline's shards share one
+            job, self.control_job = self.control_job, None
+            return job, self.results.options.baseline_timeout
+        return super().next_job()
+
+    def on_done(self, job: object, result: object) -> None:
+        if isinstance(job, GeneratedJob) and job.control:
+            self.outstanding -= 1
+            self._control_done(result)  # type: ignore[arg-type]
+            return
+        super().on_done(job, result)
+
+    def on_event(self, job: object, event: tuple) -> None:
+        if not (isinstance(job, GeneratedJob) and job.control):
+            super().on_event(job, event)
+
+    def on_lost(self, job: object, status: str, reason: str, running: str | None, elapsed: float) -> None:
+        if isinstance(job, GeneratedJob) and job.control:
+            self.outstanding -= 1
+            self._control_done(MutantRun(job.impl, CONTROL, status, running=running, reason=reason))
+            return
+        super().on_lost(job, status, reason, running, elapsed)
 
     def _reach(self, baseline: Baseline) -> Callable[[Generated], set[str] | None]:
         if self.target.python:
@@ -354,21 +425,55 @@ class GeneratedPlan(Plan):
         )
         if baseline.failures or not baseline.ran or baseline.unavailable:
             return
+        self.baseline = baseline
+        self._plan()
+
+    def _control_done(self, control: MutantRun) -> None:
+        self.control = control
+        if control.status in ("RuntimeError", "Timeout", "CompileError"):
+            self.control_problem = (
+                "the clean implementation, run from a scratch copy of the project as every mutant is, "
+                + ("did not build" if control.status == "CompileError" else "could not be judged")
+                + f": {control.reason or control.status}; no mutant was run (the environment is broken, not the mutants)"
+            )
+            self.progress(f"control: {self.control_problem.splitlines()[0]}")
+            return
+        passed = [t for t in control.tests.values() if t.outcome == "passed"]
+        failed = [t for t in control.tests.values() if t.killed]
+        self.progress(
+            f"control {self.target.impl}: the clean copy, run as every mutant is: {len(passed)} tests passed, "
+            f"{len(failed)} failed, in {control.duration:.1f} s"
+        )
+        if failed:
+            names = ", ".join(t.nodeid for t in failed[:3]) + (" ..." if len(failed) > 3 else "")
+            self.progress(
+                f"control: {len(failed)} test(s) fail on the clean copy and judge no mutant (a kill must be a test "
+                f"that passes on the clean implementation): {names}"
+            )
+        self._plan()
+
+    def _plan(self) -> None:
+        """Once the baseline and the control are in: each mutant's job (or its status at once)."""
+        baseline, control = self.baseline, self.control
+        if baseline is None or control is None or self.control_problem:
+            return
+        passing = {t.nodeid for t in control.tests.values() if t.outcome == "passed"}
         reach = self._reach(baseline)
         tests = sorted(baseline.ran, key=lambda t: (t.duration, t.index))  # cheap tests first: the first kill sooner
+        tests = [t for t in tests if t.nodeid in passing]
         options = self.results.options
-        immediate: list[MutantRun] = []
+        immediate: list[tuple[MutantRun, bool]] = []
         for mutant in self.mutants:
-            keys = self.keys[mutant.id] = Cache.keys(self.target, mutant, self.suite, self.sources, self.select)
-            entry = self.cache.get(keys)
+            key = self.keys[mutant.id] = Cache.key(mutant.id, mutant.replacement, self.context)
+            entry = self.cache.get(key)
             if entry is not None:
-                immediate.append(_from_cache(self.target.impl, mutant.id, entry))
+                immediate.append((from_cache(self.target.impl, mutant.id, entry), False))
                 continue
             reached = reach(mutant)
             order = tuple(t.nodeid for t in tests if reached is EVERY or t.nodeid in reached)
             if not order:
                 reason = f"no test of the clean run reaches {Path(mutant.file).name}:{mutant.line}"
-                immediate.append(MutantRun(self.target.impl, mutant.id, "NoCoverage", reason=reason))
+                immediate.append((MutantRun(self.target.impl, mutant.id, "NoCoverage", reason=reason), False))
                 continue
             estimate = SESSION_OVERHEAD_S + sum(baseline.tests[n].duration for n in order) + self.build_time
             timeout = options.timeout_min + options.timeout_factor * estimate
@@ -385,15 +490,22 @@ class GeneratedPlan(Plan):
             )
             self.mutant_jobs.append((job, timeout, estimate))
             self.outstanding += 1
-        self.bar.start(len(self.mutants))
-        for run in immediate:
-            self._record(run)
+        self.bar.start(len(self.mutant_jobs))
+        for run, ran in immediate:
+            self._record(run, ran)
 
-    def _record(self, run: MutantRun) -> None:
+    def _mutant_done(self, job: MutantJob, run: MutantRun) -> None:
+        self.partial.pop(job, None)
+        self._record(run)
+
+    def _record(self, run: MutantRun, ran: bool = True) -> None:
+        if run.status == "Killed" and not run.killers:  # a kill names the test that killed it
+            run.status = "RuntimeError"
+            run.reason = f"reported killed, but no test failed: {run.reason or 'no reason given'}"
         self.results.runs[(run.impl, run.mutant)] = run
         if not run.cached and run.mutant in self.keys:
             self.cache.put(self.keys[run.mutant], run)
-        self.bar.done(run)
+        self.bar.done(run, ran)
         if run.status == "RuntimeError":
             self.bar.write(f"{run.mutant}: could not be judged: {(run.reason or '').splitlines()[0]}")
 
@@ -403,14 +515,13 @@ def verdicts_of(results: Results, target: Target, mutants: list[Generated]) -> l
     verdicts = []
     for mutant in mutants:
         start, end = mutant.columns
-        last = mutant.original
         info = MutantInfo(
             mutant.id,
             mutant.label(Path(target.root)),
             mutant.file,
             mutant.line,
             mutant.line,
-            min(end, len(last) + 1),
+            end,
             None,
             start_column=start,
             replacement=mutant.changed[1],
@@ -423,24 +534,22 @@ def verdicts_of(results: Results, target: Target, mutants: list[Generated]) -> l
         if run is not None:
             verdict.run, verdict.killers = run, run.killers
             if run.cached:
-                verdict.notes.append(
-                    "from the cache of an earlier run (the mutant, its file and the suite are unchanged)"
-                )
-            if run.status == "RuntimeError":
-                verdict.failure = f"could not be judged: {run.reason}"
+                verdict.notes.append("from the cache of an earlier run (nothing its status depends on changed)")
         verdicts.append(verdict)
     return verdicts
 
 
-def rerun_command(args: argparse.Namespace, mutant: str) -> str:
+def rerun_command(args: argparse.Namespace, mutant: str, verb: str = "--rerun") -> str:
     parts = ["elmo-conformance", "mutate", "--impl", args.impl]
     for source in args.source:
         parts += ["--source", str(source)]
+    if args.root:
+        parts += ["--root", str(args.root)]
     if args.build:
         parts += ["--build", args.build]
     if args.select:
         parts += ["-k", args.select]
-    return shlex.join([*parts, "--rerun", mutant])
+    return shlex.join([*parts, verb, mutant])
 
 
 def figures(verdicts: list[Verdict]) -> dict[str, float]:
@@ -452,36 +561,85 @@ def figures(verdicts: list[Verdict]) -> dict[str, float]:
     return out
 
 
-def terminal(verdicts: list[Verdict], args: argparse.Namespace, results: Results, root: Path) -> str:
+def error_share(verdicts: list[Verdict]) -> float:
+    """The percentage of the mutants that were run and could not be judged."""
+    run = [v for v in verdicts if v.run is not None and not v.run.cached and v.status != "NoCoverage"]
+    errors = sum(v.status == "RuntimeError" for v in run)
+    return 100.0 * errors / len(run) if run else 0.0
+
+
+def by_file(verdicts: list[Verdict], root: Path) -> list[tuple[str, Counter[str], float]]:
+    """Per source file: its statuses and its score."""
+    groups: dict[str, Counter[str]] = {}
+    for v in verdicts:
+        name = os.path.relpath(v.info.file, root) if v.info and v.info.file else v.impl
+        groups.setdefault(Path(name).as_posix(), Counter())[v.status] += 1
+    rows = []
+    for name, counts in sorted(groups.items()):
+        valid = sum(counts[s] for s in VALID)
+        rows.append((name, counts, round(100.0 * sum(counts[s] for s in DETECTED) / valid, 1) if valid else 0.0))
+    return rows
+
+
+COLUMNS = ("Killed", "Timeout", "Survived", "NoCoverage", "CompileError", "RuntimeError")
+
+
+def terminal(verdicts: list[Verdict], args: argparse.Namespace, results: Results, root: Path, partial: bool) -> str:
     f = figures(verdicts)
     lines = [
         f"mutants: {f['generated']:.0f} generated; killed {f.get('Killed', 0):.0f}, timeout {f.get('Timeout', 0):.0f}, "
         f"survived {f.get('Survived', 0):.0f}, no coverage {f.get('NoCoverage', 0):.0f}, "
-        f"compile error {f.get('CompileError', 0):.0f}, runtime error {f.get('RuntimeError', 0):.0f}; "
-        f"score {f['score']:.1f} % (killed and timed out of those that ran or had no coverage); "
-        f"{results.timings.get('total', 0.0):.0f} s",
+        f"compile error {f.get('CompileError', 0):.0f}, runtime error {f.get('RuntimeError', 0):.0f}"
+        + (f", not run {f.get('NotRun', 0):.0f}" if f.get("NotRun") else "")
+        + f"; score {f['score']:.1f} % (killed and timed out of those that ran or had no coverage; compile and "
+        f"runtime errors are not counted); {results.timings.get('total', 0.0):.0f} s",
     ]
+    if partial:
+        lines.append("INTERRUPTED: a partial result, of the mutants judged before the run was stopped")
+    files = by_file(verdicts, root)
+    if len(files) > 1:
+        lines += [
+            "",
+            f"{'file':<40} {'killed':>7} {'timeout':>7} {'survived':>8} {'no cov':>7} {'errors':>7} {'score':>7}",
+        ]
+        for name, c, score in files:
+            lines.append(
+                f"{name:<40} {c['Killed']:>7} {c['Timeout']:>7} {c['Survived']:>8} {c['NoCoverage']:>7} "
+                f"{c['CompileError'] + c['RuntimeError']:>7} {score:>6.1f}%"
+            )
     survivors = [v for v in verdicts if v.status in ("Survived", "NoCoverage")]
     if survivors:
         lines += ["", "survivors (each line: the change; below it, the command that runs the suite on that mutant):"]
         for v in survivors:
-            label = v.title
             tag = " [no coverage]" if v.status == "NoCoverage" else ""
-            lines += [f"  {label}{tag}", f"      {rerun_command(args, v.mutant)}"]
-    problems = [f"{v.mutant}: {v.failure}" for v in verdicts if v.failure]
-    if problems:
-        lines += ["", "could not be judged:", *(f"  {p.splitlines()[0]}" for p in problems)]
+            lines += [f"  {v.title}{tag}", f"      {rerun_command(args, v.mutant)}"]
+    unjudged = [v for v in verdicts if v.status == "RuntimeError"]
+    if unjudged:
+        lines += [
+            "",
+            f"could not be judged (RuntimeError, not in the score; {error_share(verdicts):.1f} % of those run):",
+        ]
+        for v in unjudged[:20]:
+            reason = (v.run.reason if v.run else "") or ""
+            lines.append(f"  {v.title}: {reason.splitlines()[0] if reason else 'no reason given'}")
+        if len(unjudged) > 20:
+            lines.append(f"  ... and {len(unjudged) - 20} more (mutation-report.json has every reason)")
     return "\n".join(lines)
 
 
-def summary_markdown(verdicts: list[Verdict], args: argparse.Namespace, problems: list[str]) -> str:
+def summary_markdown(verdicts: list[Verdict], args: argparse.Namespace, problems: list[str], partial: bool) -> str:
     f = figures(verdicts)
-    verdict = "❌ failed" if problems else "✅ judged"
+    verdict = "⏸️ interrupted (partial)" if partial else ("❌ failed" if problems else "✅ judged")
     lines = [f"## Mutation testing of `{args.impl}` (generated mutants, spec §13.2): {verdict}", ""]
     lines += ["| generated | killed | timeout | survived | no coverage | compile error | runtime error | score |"]
     lines += ["|---|---|---|---|---|---|---|---|"]
-    keys = ("Killed", "Timeout", "Survived", "NoCoverage", "CompileError", "RuntimeError")
-    lines += [f"| {f['generated']:.0f} | " + " | ".join(f"{f.get(k, 0):.0f}" for k in keys) + f" | {f['score']} % |"]
+    lines += [f"| {f['generated']:.0f} | " + " | ".join(f"{f.get(k, 0):.0f}" for k in COLUMNS) + f" | {f['score']} % |"]
+    files = by_file(verdicts, Path(args.root_used))
+    if len(files) > 1:
+        lines += ["", "| file | killed | timeout | survived | no coverage | compile error | runtime error | score |"]
+        lines += ["|---|---|---|---|---|---|---|---|"]
+        for name, c, score in files:
+            lines.append(f"| `{name}` | " + " | ".join(str(c[k]) for k in COLUMNS) + f" | {score} % |")
     survivors = [v for v in verdicts if v.status in ("Survived", "NoCoverage")]
     if survivors:
         lines += ["", "### Survivors", ""]
@@ -493,18 +651,20 @@ def summary_markdown(verdicts: list[Verdict], args: argparse.Namespace, problems
 
 
 def write_reports(
-    results: Results, verdicts: list[Verdict], args: argparse.Namespace, problems: list[str]
+    results: Results, verdicts: list[Verdict], args: argparse.Namespace, problems: list[str], partial: bool
 ) -> list[str]:
     from .stryker import report
 
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
-    data = report(results, verdicts, framework="elmo-conformance mutate")
+    data = report(results, verdicts, framework="elmo-conformance mutate", root=Path(args.root_used))
     data["thresholds"] = {"high": 80, "low": 60}
     data["config"]["figures"] = figures(verdicts)
-    (out / "mutation-report.json").write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    summary = summary_markdown(verdicts, args, problems)
-    (out / "summary.md").write_text(summary, encoding="utf-8")
+    data["config"]["partial"] = partial
+    data["config"]["problems"] = problems
+    _write(out / "mutation-report.json", json.dumps(data, indent=1) + "\n")
+    summary = summary_markdown(verdicts, args, problems, partial)
+    _write(out / "summary.md", summary)
     notes = [f"reports: {out / 'mutation-report.json'}, {out / 'summary.md'}"]
     if os.environ.get("GITHUB_STEP_SUMMARY"):
         with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as handle:
@@ -518,32 +678,54 @@ def write_reports(
     return notes
 
 
-def _child_path(target: Target) -> None:
-    """A served mutant, a `cmd:` program written in Python and the workers import what this
-    process imports: the checkout (or the installed package) on PYTHONPATH."""
-    given = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*import_path(), *given]))
+def _write(path: Path, text: str) -> None:
+    """Write a report whole or not at all (a run stopped while writing leaves the last one)."""
+    partial = path.with_name(path.name + f".{os.getpid()}.tmp")
+    partial.write_text(text, encoding="utf-8")
+    os.replace(partial, path)
 
 
-def _template(target: Target, scratch: Path) -> tuple[Target, float]:
-    """Build a clean copy once (the build must work before any mutant can be judged); each
-    mutant's copy is then made from it, build outputs included, so that an incremental build
-    (make, or the built-in c's) compiles only the mutated file. Returns the target that copies
-    from it, and the time one build of a mutant takes (the clean build run again)."""
+def _child_environment() -> None:
+    """The workers, and the programs they start, get the environment of a clean run's children
+    (elmo_conformance.resources.child_environment: the checkout on PYTHONPATH in a checkout,
+    nothing added when installed), and Hypothesis keeps its files out of the user's folder."""
+    from elmo_conformance.resources import child_environment
+
+    os.environ.update(child_environment())
+
+
+def clean_copy(target: Target, scratch: Path, out: Path, build_timeout: float) -> tuple[Target, float, Copied, str]:
+    """Copy the project root once into `scratch/clean` and build it there (the build must work
+    before any mutant can be judged, and must make the program); each mutant's copy is made from
+    it, build outputs included, so that an incremental build compiles only the mutated file.
+    Returns the target that copies from it, the time one build of a mutant takes (the clean build
+    run again), what was copied, and the digest of the copied project (before any build)."""
     copy = scratch / "clean"
-    shutil.copytree(target.root, copy, ignore=shutil.ignore_patterns(".*", "__pycache__", "build"), symlinks=True)
+    copied = copy_project(Path(target.root), copy, skip=(os.path.abspath(out), str(scratch)))
+    project = tree_digest(copy)
+    if not target.build:
+        return replace(target, template=str(copy)), 0.0, copied, project
+    program = program_path(target, copy)
+    if program is not None and program.exists():
+        program.unlink()
     try:
-        build(target, copy)
+        build(target, copy, build_timeout)
+        if program is not None and not program.exists():
+            raise BuildFailed(
+                f"the build command exited 0 but did not produce the program {program.name}: {target.build}"
+            )
+        took = build(target, copy, build_timeout)  # the incremental build a mutant's copy does
     except BuildFailed as exc:
-        raise UsageError(f"--build fails on the clean sources, so no mutant can be judged: {exc}") from None
-    from dataclasses import replace
-
-    return replace(target, template=str(copy)), build(target, copy)
+        raise UsageError(f"--build fails on a clean copy of the project, so no mutant can be judged: {exc}") from None
+    return replace(target, template=str(copy), build_timeout=build_timeout), took, copied, project
 
 
-def rerun(target: Target, mutants: list[Generated], mutant_id: str, select: str | None) -> int:
-    """The whole suite on one mutant, in a scratch copy, with the suite's usual output."""
+def rerun(target: Target, mutants: list[Generated], mutant_id: str, args: argparse.Namespace) -> int:
+    """The whole suite on one mutant, in a scratch copy, with the suite's usual output: 0 when
+    it survives, 1 when a test kills it (the killing tests are named), 3 when it cannot be judged."""
     from elmo_conformance.running import run
+
+    from .scratch import prepare
 
     found = [m for m in mutants if m.id == mutant_id]
     if not found:
@@ -554,17 +736,24 @@ def rerun(target: Target, mutants: list[Generated], mutant_id: str, select: str 
     folder = Path(tempfile.mkdtemp(prefix="elmo-mutate-rerun-"))
     try:
         try:
-            impl, _ = prepare(target, mutant, folder)
-        except BuildFailed as exc:
+            target, build_time, _, _ = clean_copy(target, folder, args.out, args.build_timeout)
+            target = replace(target, build_timeout=args.timeout_min + args.timeout_factor * build_time)
+            impl, _ = prepare(target, mutant, folder / "mutant")
+        except (BuildFailed, UsageError) as exc:
             print(f"CompileError: {exc}", file=sys.stderr)
-            return 1
-        result = run(impl, ["-p", "no:cacheprovider", *(["-k", select] if select else [])])
+            return 3
+        result = run(impl, ["-p", "no:cacheprovider", *(["-k", args.select] if args.select else [])])
         for note in result.notes:
             print(f"elmo-conformance: {note}", file=sys.stderr)
-        code = result.exit_status
-        verdict = {0: "the suite passes on this mutant: it survives", 1: "the suite kills this mutant"}
-        print(verdict.get(code, f"pytest exited with code {code}"), flush=True)
-        return code
+        failed = [t.nodeid for t in result.tests if t.outcome in ("failed", "error")]
+        if result.exit_status == 1 and failed:
+            print(f"the suite kills this mutant: {len(failed)} test(s) failed, the first: {failed[0]}", flush=True)
+            return 1
+        if result.exit_status == 0:
+            print("the suite passes on this mutant: it survives", flush=True)
+            return 0
+        print(f"this mutant could not be judged: {result.problem or f'exit status {result.exit_status}'}", flush=True)
+        return 3
     finally:
         from elmo_conformance.conformance.process import stop_all
 
@@ -572,18 +761,40 @@ def rerun(target: Target, mutants: list[Generated], mutant_id: str, select: str 
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def show(target: Target, mutants: list[Generated], mutant_id: str) -> int:
+    """The mutant as a unified diff of its file."""
+    import difflib
+
+    found = [m for m in mutants if m.id == mutant_id]
+    if not found:
+        print(f"error: --show {mutant_id}: no generated mutant has this id (see --list)", file=sys.stderr)
+        return 2
+    mutant = found[0]
+    source = Path(mutant.file).read_text(encoding="utf-8")
+    name = target.relative(mutant.file)
+    diff = difflib.unified_diff(
+        source.splitlines(keepends=True), mutant.apply(source).splitlines(keepends=True), f"a/{name}", f"b/{name}"
+    )
+    print(f"mutant {mutant.id} ({mutant.rule}): {mutant.label(Path(target.root))}")
+    sys.stdout.writelines(diff)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     try:
         require_extra()
         target, files = resolve(args)
-        _child_path(target)
+        _child_environment()
         every = mutants_of(target, files)
     except (UsageError, EngineMissing) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    args.root_used = target.root
+    if args.show:
+        return show(target, every, args.show)
     if args.rerun:
-        return rerun(target, every, args.rerun, args.select)
+        return rerun(target, every, args.rerun, args)
     if args.mutant:
         unknown = sorted(set(args.mutant) - {m.id for m in every})
         if unknown:
@@ -597,12 +808,20 @@ def main(argv: list[str] | None = None) -> int:
         for m in mutants:
             print(f"{m.id}  {m.label(Path(target.root))}")
         return 0
-    print(
-        f"mutate: {target.impl}: {len(every)} mutants generated by universalmutator from {len(files)} file(s)"
-        + (f", {len(mutants)} sampled (--max-mutants, seed {args.seed})" if len(mutants) < len(every) else "")
-        + f"; {args.workers} workers",
-        flush=True,
-    )
+    try:
+        lock = lock_out(args.out)
+    except OutLocked as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return _run(args, target, files, every, mutants)
+    finally:
+        lock.close()
+
+
+def _run(
+    args: argparse.Namespace, target: Target, files: list[Path], every: list[Generated], mutants: list[Generated]
+) -> int:
     options = Options(
         impls=(target.impl,),
         fail_fast=True,
@@ -615,23 +834,38 @@ def main(argv: list[str] | None = None) -> int:
     cache = Cache(args.out / CACHE, enabled=not args.no_cache)
     progress = Progress(enabled=True)
     scratch = Path(tempfile.mkdtemp(prefix="elmo-mutate-"))
+    os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = str(scratch / "hypothesis")  # not the user's folder
     started = time.perf_counter()
-    build_time = 0.0
-    if target.build:  # the clean sources, built once: each mutant's copy starts from this build
+    partial = False
+    try:
         try:
-            target, build_time = _template(target, scratch)
+            target, build_time, copied, project = clean_copy(target, scratch, args.out, args.build_timeout)
         except UsageError as exc:
-            shutil.rmtree(scratch, ignore_errors=True)
             print(f"error: {exc}", file=sys.stderr)
             return 2
-    plan = GeneratedPlan(results, target, mutants, args.select, scratch, cache, progress)
-    plan.build_time = build_time
-    try:
-        with tempfile.TemporaryDirectory(prefix="elmo-mutate-logs-") as logs:
-            run_jobs(plan, options.workers, Path(logs), progress.write)
-    except WorkerStartError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        target = replace(target, build_timeout=args.timeout_min + args.timeout_factor * build_time)
+        print(
+            f"mutate: {target.impl}: {len(every)} mutants generated by universalmutator from {len(files)} file(s)"
+            + (f", {len(mutants)} sampled (--max-mutants, seed {args.seed})" if len(mutants) < len(every) else "")
+            + f"; {args.workers} workers\n{describe_copy(Path(target.root), copied)}",
+            flush=True,
+        )
+        if cache.rejected:
+            what = (
+                "an unreadable cache" if cache.rejected < 0 else f"{cache.rejected} cache entries that were not valid"
+            )
+            print(f"mutate: {what} in {args.out / CACHE}: those mutants are run again", flush=True)
+        context = Cache.context(project, suite_version(), target.impl, target.build, verdict_options(args))
+        plan = GeneratedPlan(results, target, mutants, args.select, scratch, cache, context, progress)
+        plan.build_time = build_time
+        try:
+            with tempfile.TemporaryDirectory(prefix="elmo-mutate-logs-") as logs:
+                run_jobs(plan, options.workers, Path(logs), progress.write)
+        except WorkerStartError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        except KeyboardInterrupt:
+            partial = True
     finally:
         progress.close()
         shutil.rmtree(scratch, ignore_errors=True)
@@ -644,17 +878,44 @@ def main(argv: list[str] | None = None) -> int:
         "mutants": max(0.0, total - (baseline.duration if baseline else 0.0)),
     }
     verdicts = verdicts_of(results, target, mutants)
+    problems = [] if partial else problems_of(baseline, plan, verdicts, mutants, args)
+    print()
+    print(terminal(verdicts, args, results, Path(target.root), partial))
+    for note in write_reports(results, verdicts, args, problems, partial):
+        print(note)
+    for problem in problems:
+        print(f"error: {problem}", file=sys.stderr)
+    if partial:
+        print("mutate: interrupted; the report holds the mutants judged so far and says it is partial", file=sys.stderr)
+        return INTERRUPTED
+    return 1 if problems else 0
+
+
+def problems_of(
+    baseline: Baseline | None,
+    plan: GeneratedPlan,
+    verdicts: list[Verdict],
+    mutants: list[Generated],
+    args: argparse.Namespace,
+) -> list[str]:
+    """What makes the run fail (exit status 1), each in a line that says what to do."""
     problems = [p for p in [baseline_problem(baseline)] if p] if baseline else ["no baseline result"]
-    problems += [f"{v.mutant}: {v.failure}" for v in verdicts if v.failure]
+    if plan.control_problem and not problems:
+        problems.append(plan.control_problem)
     if not mutants:
         problems.append("no mutant was generated, so nothing was checked")
-    print()
-    print(terminal(verdicts, args, results, Path(target.root)))
-    for note in write_reports(results, verdicts, args, problems):
-        print(note)
-    for problem in problems[:1] if problems and baseline_problem(baseline or Baseline("")) else []:
-        print(f"error: {problem}", file=sys.stderr)
-    return 1 if problems else 0
+    share = error_share(verdicts)
+    if share > args.max_errors:
+        first = next((v.run.reason for v in verdicts if v.status == "RuntimeError" and v.run and v.run.reason), "")
+        problems.append(
+            f"{share:.1f} % of the mutants run could not be judged (RuntimeError), more than --max-errors "
+            f"{args.max_errors:g} %: the environment is likely broken rather than the mutants; the first said: "
+            + (first.splitlines()[0] if first else "nothing")
+        )
+    score = figures(verdicts)["score"]
+    if args.fail_under is not None and not problems and score < args.fail_under:
+        problems.append(f"the mutation score {score:.1f} % is below --fail-under {args.fail_under:g} %")
+    return problems
 
 
 if __name__ == "__main__":

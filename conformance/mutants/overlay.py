@@ -1,16 +1,18 @@
-"""Serve a Python adapter with one of its source files replaced by a mutated copy (spec §13.2).
+"""Serve a Python implementation from a scratch copy of its project (spec §13.2).
 
-    python .../overlay.py --path DIR... --file ORIGINAL MUTATED -- IMPL
+    python .../overlay.py CONFIG.json
 
-The mutated copy lives in the run's scratch folder; the user's file is only read. An import
-hook finds every module as usual and, for the module whose file is ORIGINAL, compiles MUTATED
-instead (keeping ORIGINAL as its `__file__`, and writing no bytecode), so a single file, a
-module of a multi-file package or a module of an installed package are mutated alike. IMPL is the
---impl argument; a .py adapter file that is ORIGINAL itself is imported from MUTATED. Then the
-protocol server (conformance/serve.py) serves it: the harness, the oracle included, stays clean in
-the process that runs the tests.
+CONFIG (written by scratch.py) names the user's project root, its copy (one mutant written in
+it), the working folder and import path a clean served run has, both mapped into the copy, and
+the --impl argument. The process is then what the protocol server of a clean run is
+(`python -m elmo_conformance.conformance.serve IMPL`: the working folder first on the import path,
+then PYTHONPATH, then the installation's own), with two differences that keep the user's files
+out of reach: it runs in the copy, and an import hook loads every module whose file lies in the
+project root from the same file of the copy instead, so that a package installed in editable mode
+or a module found through the user's folder is the copy's (its `__file__` included). No bytecode
+is written.
 
-Run as a script (not with -m), so that the import path can be set before the package is imported.
+Run as a script (not with -m), so that the import path is set before anything is imported.
 """
 
 from __future__ import annotations
@@ -20,61 +22,60 @@ import sys
 if sys.path and sys.path[0].rstrip("/").endswith("mutants"):
     del sys.path[0]  # this folder has an html.py: it must not shadow the standard library's
 
-import argparse  # noqa: E402
 import importlib.abc  # noqa: E402
 import importlib.machinery  # noqa: E402
+import importlib.util  # noqa: E402
+import json  # noqa: E402
 import os  # noqa: E402
 
 
-class _MutatedLoader(importlib.abc.SourceLoader):
-    def __init__(self, fullname: str, original: str, mutated: str) -> None:
-        self.fullname, self.original, self.mutated = fullname, original, mutated
+class _FromCopy(importlib.abc.MetaPathFinder):
+    """Finds every module as usual; one whose file lies in the project root is loaded from the
+    same place in the copy."""
 
-    def get_filename(self, fullname: str) -> str:
-        return self.original
+    def __init__(self, root: str, copy: str) -> None:
+        self.roots = tuple(dict.fromkeys([os.path.abspath(root), os.path.realpath(root)]))
+        self.copy = copy
 
-    def get_data(self, path: str) -> bytes:
-        if os.path.realpath(path) == os.path.realpath(self.original):
-            with open(self.mutated, "rb") as handle:
-                return handle.read()
-        with open(path, "rb") as handle:
-            return handle.read()
-
-
-class _Overlay(importlib.abc.MetaPathFinder):
-    def __init__(self, files: dict[str, str]) -> None:
-        self.files = {os.path.realpath(original): mutated for original, mutated in files.items()}
+    def mapped(self, path: str) -> str | None:
+        for root in self.roots:
+            for candidate in (os.path.abspath(path), os.path.realpath(path)):
+                if candidate == root or candidate.startswith(root + os.sep):
+                    return os.path.join(self.copy, os.path.relpath(candidate, root))
+        return None
 
     def find_spec(self, fullname, path, target=None):  # noqa: ANN001, ANN201
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or not spec.origin or os.path.realpath(spec.origin) not in self.files:
+        if spec is None or not spec.has_location or not spec.origin:
             return None
-        origin = os.path.realpath(spec.origin)
-        loader = _MutatedLoader(fullname, spec.origin, self.files[origin])
-        return importlib.util.spec_from_file_location(
-            fullname, spec.origin, loader=loader, submodule_search_locations=spec.submodule_search_locations
-        )
+        origin = self.mapped(spec.origin)
+        if origin is None or not os.path.isfile(origin):
+            return None
+        locations = None
+        if spec.submodule_search_locations is not None:
+            locations = [self.mapped(p) or p for p in spec.submodule_search_locations]
+        return importlib.util.spec_from_file_location(fullname, origin, submodule_search_locations=locations)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="overlay.py", description=__doc__.splitlines()[0])
-    parser.add_argument("--path", action="append", default=[], help="prepended to the import path")
-    parser.add_argument("--file", nargs=2, action="append", default=[], metavar=("ORIGINAL", "MUTATED"))
-    parser.add_argument("impl")
-    args = parser.parse_args(argv)
-    sys.path[:0] = args.path
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: overlay.py CONFIG.json", file=sys.stderr)
+        return 2
+    with open(args[0], encoding="utf-8") as handle:
+        config = json.load(handle)
+    os.chdir(config["cwd"])
+    sys.path[:0] = [config["cwd"], *config["path"]]
+    if config["path"]:
+        os.environ["PYTHONPATH"] = os.pathsep.join(config["path"])
+    else:
+        os.environ.pop("PYTHONPATH", None)
     sys.dont_write_bytecode = True
-    import importlib.util  # noqa: F401  (spec_from_file_location above)
+    sys.meta_path.insert(0, _FromCopy(config["root"], config["copy"]))
+    from elmo_conformance.conformance import serve
 
-    files = dict(args.file)
-    sys.meta_path.insert(0, _Overlay(files))
-    impl = args.impl
-    for original, mutated in files.items():
-        if impl.endswith(".py") and os.path.exists(impl) and os.path.realpath(impl) == os.path.realpath(original):
-            impl = mutated
-    from elmo_conformance.conformance.serve import main as serve
-
-    return serve([impl])
+    sys.argv = [str(serve.__file__), config["impl"]]
+    return serve.main([config["impl"]])
 
 
 if __name__ == "__main__":

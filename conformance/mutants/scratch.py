@@ -1,31 +1,77 @@
-"""Where a generated mutant runs (spec §13.2): a scratch copy, never the user's files.
+"""Where a generated mutant runs (spec §13.2): a scratch copy of the project, never the user's files.
 
-A Python implementation (a .py adapter, `module:attr`, a built-in such as numpy) runs behind the
-protocol server in a child process whose import hook (overlay.py) reads the mutated file from the
-scratch folder in place of the original; nothing else is copied. A program (`cmd:PROGRAM`, the
-built-in `c`) is copied whole (its source root, without build outputs and hidden folders) into the
-scratch folder, the mutated file written there, `--build` run there (cwd = the copy), and the
-program run from the copy: a program path inside the source root is mapped into it. Scratch
-folders are made under one run folder in the system's temporary directory and removed when the
-mutant is done (and the run folder when the run ends, however it ends but SIGKILL).
+The *project root* is the folder that is copied: `--root` when given; for a built-in
+implementation, the folder of its own sources; otherwise the nearest folder, from the sources (and
+a `.py` --impl file) upwards, that holds a project file (`pyproject.toml`, `setup.py`,
+`Cargo.toml`, `Makefile`, `.git`, ... see PROJECT_FILES), or the sources' common folder when none
+does. The copy leaves out hidden entries (`.git`, `.venv`, `.hypothesis`), bytecode, build
+outputs (`build/`, `dist/`, `target/`, `node_modules/`, `*.o`), virtual environments, `--out` and
+the temporary folder; it is written without following links: a linked file is copied as a plain
+file, a link to a folder inside the root stays a link inside the copy, a link out of the root is
+left out (and counted).
+
+The run copies the root once (`scratch/clean`, built there when there is a `--build`); each mutant
+gets a copy of that clean copy with its one file changed, built when there is a build, and run
+from there: a Python implementation through overlay.py, which serves it with the copy's files in
+place of the user's (its `__file__`, its working folder and its import path are the copy's); a
+program from the copy, with every word of its command that names a path inside the root mapped
+into the copy and the copy's folder as its working folder. The folders are removed when the
+mutant is done (and the run's folder when the run ends, however it ends but SIGKILL).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
+import signal
+import stat
 import subprocess
 import sys
+import tempfile
 import time
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .generate import Generated
 
 OVERLAY = Path(__file__).resolve().parent / "overlay.py"
-SKIP = shutil.ignore_patterns(".*", "__pycache__", "build", "*.o", "*.pyc")
-BUILD_OUTPUT_CHARS = 3000
+# A folder that holds one of these is a project's root (the nearest one above the sources wins).
+PROJECT_FILES = (
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "Cargo.toml",
+    "go.mod",
+    "package.json",
+    "Makefile",
+    "makefile",
+    "GNUmakefile",
+    "CMakeLists.txt",
+    "meson.build",
+    "build.gradle",
+    "pom.xml",
+    ".git",
+)
+# Never copied: hidden entries, bytecode and build outputs.
+SKIPPED_DIRS = {"__pycache__", "build", "dist", "target", "node_modules"}
+SKIPPED_SUFFIXES = (".pyc", ".pyo", ".o", ".obj", ".egg-info")
+OUTPUT_HEAD = 4000  # characters of a failed build's output kept from its start
+OUTPUT_TAIL = 2000  # and from its end
+LARGE_COPY = 50 << 20  # bytes: a copy larger than this is named in the run's first lines
+# A launcher that runs a program in a given working folder (a program mutant's, in its copy).
+_IN_FOLDER = "import os, sys; os.chdir(sys.argv[1]); os.execvp(sys.argv[2], sys.argv[2:])"
+
+
+class UsageError(Exception):
+    """The command line cannot be run as given (exit status 2)."""
+
+
+class BuildFailed(Exception):
+    """The build command failed on the mutated copy, did not finish, or did not produce the
+    program: the mutant is a CompileError."""
 
 
 @dataclass(frozen=True)
@@ -33,100 +79,290 @@ class Target:
     """The implementation under mutation: how to run a mutant of it."""
 
     impl: str  # the clean --impl argument
-    python: bool  # a Python implementation (run with the overlay), else a program built in a copy
-    root: str  # the folder the source paths are relative to (and, for a program, the one copied)
+    python: bool  # a Python implementation (served through the overlay), else a program
+    root: str  # the project root: the folder copied, the one source paths are relative to
     build: str | None = None  # shell command run in the copy after each mutation (programs)
-    program: str | None = None  # for a program: its command, `cmd:` form, paths inside root mapped
-    import_path: tuple[str, ...] = ()  # prepended to a Python mutant's import path
-    template: str | None = None  # a built clean copy of root that a program's mutants are copied from
+    program: str | None = None  # for a program: its command, `cmd:` form
+    template: str | None = None  # the clean copy of root (built, where there is a build) mutants copy
+    cwd: str = ""  # the user's working folder: a mutant runs in the same folder of its copy
+    import_path: tuple[str, ...] = ()  # a clean served run's PYTHONPATH (Python)
+    build_timeout: float = 900.0  # seconds a mutant's build may take
 
     def relative(self, file: str) -> str:
-        try:
-            return Path(file).resolve().relative_to(Path(self.root).resolve()).as_posix()
-        except ValueError:
-            return Path(file).name
+        """`file` named relative to the project root, with '/'."""
+        return Path(os.path.relpath(os.path.abspath(file), os.path.abspath(self.root))).as_posix()
 
 
-class BuildFailed(Exception):
-    """The build command failed on the mutated copy: the mutant is a CompileError."""
+@dataclass
+class Copied:
+    """What a copy of the project root holds."""
+
+    files: int = 0
+    bytes: int = 0
+    left_out: list[str] = field(default_factory=list)  # links out of the root, special files
 
 
-def import_path() -> tuple[str, ...]:
-    """The folders a child Python needs to import what this process imports (the checkout, a
-    folder on sys.path that is not part of the Python installation)."""
-    import elmo_conformance
-
-    installed = {os.path.abspath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
-    package = str(Path(elmo_conformance.__file__).resolve().parent.parent)
-    paths = [os.path.abspath(entry or os.curdir) for entry in sys.path if isinstance(entry, str)]
-    extra = [p for p in paths if os.path.isdir(p) and not any(p.startswith(prefix + os.sep) for prefix in installed)]
-    return tuple(dict.fromkeys([package, *extra]))
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-def prepare(target: Target, mutant: Generated, folder: Path) -> tuple[str, float]:
-    """Write the mutant into `folder` (a fresh scratch folder), build it where there is a build,
-    and return the --impl argument that runs it and the build's duration in seconds."""
-    source = Path(mutant.file).read_text(encoding="utf-8")
-    mutated = mutant.apply(source)
-    if target.python:
-        copy = folder / "mutated" / Path(mutant.file).name
-        copy.parent.mkdir(parents=True, exist_ok=True)
-        copy.write_text(mutated, encoding="utf-8")
-        argv = [sys.executable, str(OVERLAY)]
-        for path in target.import_path:
-            argv += ["--path", path]
-        argv += ["--file", mutant.file, str(copy), target.impl]
-        return "cmd:" + shlex.join(argv), 0.0
-    copy_root = folder / "src"
-    if target.template:  # the clean copy with its build outputs: an incremental build redoes one file
-        shutil.copytree(target.template, copy_root, symlinks=True)
+def find_root(paths: list[Path]) -> Path:
+    """The project root of `paths` (absolute, not resolved): the nearest folder at or above their
+    common folder that holds a project file, or the common folder itself."""
+    folders = [str(p if p.is_dir() else p.parent) for p in paths]
+    common = Path(os.path.commonpath(folders))
+    home = Path.home()
+    for folder in [common, *common.parents]:
+        if folder == home or folder == Path(folder.anchor):
+            break
+        if any((folder / name).exists() for name in PROJECT_FILES):
+            return folder
+    return common
+
+
+def check_root(root: Path, sources: list[Path], out: Path) -> None:
+    """Refuse a root that is not a project's: the filesystem's root, the home folder, a Python
+    installation's packages, or one that does not hold every source."""
+    if not root.is_dir():
+        raise UsageError(f"--root {root}: not a folder")
+    if root == Path(root.anchor) or root == Path.home():
+        raise UsageError(
+            f"--root {root}: the whole {'filesystem' if root == Path(root.anchor) else 'home folder'} "
+            "would be copied for every mutant; name the project's folder with --root"
+        )
+    if root.name in ("site-packages", "dist-packages") or (root / "pyvenv.cfg").exists():
+        raise UsageError(f"--root {root}: a Python environment, not a project; name the project's folder with --root")
+    for source in sources:
+        if not _inside(os.path.abspath(source), str(root)):
+            raise UsageError(f"--source {source}: outside the project root {root}; give --root a folder that holds it")
+    if _inside(str(root), os.path.abspath(out)):
+        raise UsageError(f"--out {out}: the project root {root} is inside it; choose another --out")
+
+
+def copy_project(root: Path, dest: Path, skip: tuple[str, ...] = ()) -> Copied:
+    """Copy `root` into `dest` (which must not exist) as the module docstring says, never
+    following a link; `skip`: absolute folders never copied (--out, the temporary folder)."""
+    copied = Copied()
+    root_text = str(root)
+    skip_all = (*skip, tempfile.gettempdir())
+
+    def keep_dir(path: str, name: str) -> bool:
+        if name.startswith(".") or name in SKIPPED_DIRS or name.endswith(SKIPPED_SUFFIXES):
+            return False
+        if any(_inside(path, s) or _inside(os.path.realpath(path), s) for s in skip_all if not _inside(root_text, s)):
+            return False
+        return not os.path.exists(os.path.join(path, "pyvenv.cfg"))
+
+    dest.mkdir(parents=True)
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        relative = os.path.relpath(folder, root)
+        target = dest if relative == os.curdir else dest / relative
+        kept = []
+        for name in sorted(dirs):
+            path = os.path.join(folder, name)
+            if not keep_dir(path, name):
+                continue
+            if os.path.islink(path):
+                _copy_link(path, target / name, root, copied)
+                continue
+            (target / name).mkdir()
+            kept.append(name)
+        dirs[:] = kept
+        for name in sorted(files):
+            path = os.path.join(folder, name)
+            if name.startswith(".") or name.endswith(SKIPPED_SUFFIXES):
+                continue
+            if os.path.islink(path):
+                _copy_link(path, target / name, root, copied)
+                continue
+            mode = os.lstat(path).st_mode
+            if not stat.S_ISREG(mode):
+                copied.left_out.append(f"{os.path.relpath(path, root)} (not a plain file)")
+                continue
+            shutil.copy2(path, target / name, follow_symlinks=False)
+            copied.files += 1
+            copied.bytes += os.path.getsize(path)
+    return copied
+
+
+def _copy_link(path: str, target: Path, root: Path, copied: Copied) -> None:
+    """A link in the project: a file's content is copied as a plain file; a folder inside the
+    root stays a (relative) link inside the copy; anything else is left out."""
+    resolved = os.path.realpath(path)
+    relative = os.path.relpath(path, root)
+    if os.path.isfile(resolved):
+        shutil.copyfile(resolved, target)  # the content, as a file of the copy's own
+        shutil.copymode(resolved, target)
+        copied.files += 1
+        copied.bytes += os.path.getsize(resolved)
+    elif os.path.isdir(resolved) and _inside(resolved, os.path.realpath(root)):
+        inside = Path(os.path.realpath(root)) / os.path.relpath(resolved, os.path.realpath(root))
+        os.symlink(os.path.relpath(inside, os.path.realpath(root / Path(relative).parent)), target)
     else:
-        shutil.copytree(target.root, copy_root, ignore=SKIP, symlinks=True)
-    (copy_root / target.relative(mutant.file)).write_text(mutated, encoding="utf-8")
-    took = build(target, copy_root)
+        copied.left_out.append(f"{relative} (a link out of the project root, or broken)")
+
+
+def describe_copy(root: Path, copied: Copied) -> str:
+    size = copied.bytes / (1 << 20)
+    line = f"project root {root}: {copied.files} files, {size:.1f} MB copied for each mutant"
+    if copied.left_out:
+        line += f"; left out: {', '.join(copied.left_out[:5])}" + (" ..." if len(copied.left_out) > 5 else "")
+    if copied.bytes > LARGE_COPY:
+        line += " (large: --root names a smaller folder)"
+    return line
+
+
+def write_mutant(copy_root: Path, relative: str, text: str) -> None:
+    """Write the mutated file into the copy, replacing whatever is at that path (never writing
+    through a link)."""
+    path = copy_root / relative
+    if not os.path.abspath(path).startswith(os.path.abspath(copy_root) + os.sep):
+        raise ValueError(f"{relative}: not inside the copy")
+    if path.is_symlink() or path.exists():
+        path.unlink()
+    with open(path, "x", encoding="utf-8", newline="") as handle:
+        handle.write(text)
+
+
+def prepare(target: Target, mutant: Generated | None, folder: Path) -> tuple[str, float]:
+    """Make `folder/src` a copy of the clean copy with `mutant` applied (None: the clean
+    implementation, run as every mutant is), build it where there is a build, and return the
+    --impl argument that runs it and the build's duration in seconds."""
+    assert target.template is not None, "the clean copy is made before any mutant"
+    copy_root = folder / "src"
+    shutil.copytree(target.template, copy_root, symlinks=True)
+    if mutant is not None:
+        source = Path(mutant.file).read_text(encoding="utf-8")
+        write_mutant(copy_root, target.relative(mutant.file), mutant.apply(source))
+    if target.python:
+        return served(target, copy_root, folder), 0.0
+    program = program_path(target, copy_root)
+    if target.build and program is not None and program.exists():
+        program.unlink()  # the build must make it: a stale copy would run the clean program
+    took = build(target, copy_root, target.build_timeout)
+    if target.build and program is not None and not program.exists():
+        raise BuildFailed(f"the build command exited 0 but did not produce the program {program.name}: {target.build}")
     return program_in(target, copy_root), took
 
 
-def build(target: Target, copy_root: Path, timeout: float = 600.0) -> float:
-    if not target.build:
-        return 0.0
-    started = time.perf_counter()
-    try:
-        done = subprocess.run(
-            target.build,
-            shell=True,
-            cwd=copy_root,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            stdin=subprocess.DEVNULL,
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise BuildFailed(f"the build command did not finish within {timeout:.0f} s: {target.build}") from exc
-    if done.returncode != 0:
-        output = (done.stdout + done.stderr).strip()[-BUILD_OUTPUT_CHARS:]
-        raise BuildFailed(f"the build command exited with code {done.returncode}: {target.build}\n{output}")
-    return time.perf_counter() - started
+def served(target: Target, copy_root: Path, folder: Path) -> str:
+    """The `cmd:` argument that serves the Python implementation from its copy (overlay.py)."""
+    root = os.path.abspath(target.root)
+    copy = str(copy_root)
+
+    def mapped(path: str) -> str:
+        path = os.path.abspath(path)
+        return os.path.join(copy, os.path.relpath(path, root)) if _inside(path, root) else path
+
+    impl = target.impl
+    if impl.endswith(".py") and os.path.isfile(os.path.join(target.cwd, impl)):
+        impl = mapped(os.path.join(target.cwd, impl))
+    cwd = mapped(target.cwd) if _inside(os.path.abspath(target.cwd), root) else copy
+    config = {
+        "root": root,
+        "copy": copy,
+        "cwd": cwd if os.path.isdir(cwd) else copy,
+        "path": [mapped(p) for p in target.import_path],
+        "impl": impl,
+    }
+    config_file = folder / "overlay.json"
+    config_file.write_text(json.dumps(config), encoding="utf-8")
+    return "cmd:" + shlex.join([sys.executable, str(OVERLAY), str(config_file)])
+
+
+def program_path(target: Target, copy_root: Path) -> Path | None:
+    """The program (its first word) inside the copy, when it is a path inside the root."""
+    assert target.program is not None
+    words = shlex.split(target.program[len("cmd:") :])
+    if not words or "/" not in words[0]:
+        return None  # a command found on PATH
+    first = words[0] if os.path.isabs(words[0]) else os.path.join(target.cwd, words[0])
+    root = os.path.abspath(target.root)
+    if not (_inside(os.path.abspath(first), root) or _inside(os.path.realpath(first), os.path.realpath(root))):
+        return None
+    base = root if _inside(os.path.abspath(first), root) else os.path.realpath(root)
+    return copy_root / os.path.relpath(os.path.abspath(first) if base == root else os.path.realpath(first), base)
 
 
 def program_in(target: Target, copy_root: Path) -> str:
-    """The program's `cmd:` argument with every word that is a path inside the source root mapped
-    to the same path inside the copy."""
+    """The program's `cmd:` argument with every word that is a path inside the project root
+    mapped to the same path inside the copy, run with the copy's folder as its working folder."""
     assert target.program is not None
-    root = Path(target.root).resolve()
+    root = os.path.abspath(target.root)
+    real_root = os.path.realpath(root)
     words = shlex.split(target.program[len("cmd:") :])
     mapped = []
-    for word in words:
-        candidate = Path(word) if os.path.isabs(word) else Path.cwd() / word
-        if not candidate.exists() and not os.path.isabs(word):
-            candidate = Path(target.root) / word
-        if not candidate.exists() and candidate.name != Path(target.program[4:].split()[0]).name:
-            mapped.append(word)  # not a path (an option, a module name); the program itself may be built
+    for index, word in enumerate(words):
+        candidate = word if os.path.isabs(word) else os.path.join(target.cwd, word)
+        if index == 0 and "/" not in word:
+            mapped.append(word)  # a command found on PATH
             continue
-        try:
-            relative = candidate.resolve().relative_to(root)
-        except (ValueError, OSError):
+        if not os.path.exists(candidate) and index > 0:
+            mapped.append(word)  # not a path (an option, a name); the program itself may be built
+            continue
+        absolute, real = os.path.abspath(candidate), os.path.realpath(candidate)
+        if _inside(absolute, root):
+            mapped.append(str(copy_root / os.path.relpath(absolute, root)))
+        elif _inside(real, real_root):
+            mapped.append(str(copy_root / os.path.relpath(real, real_root)))
+        else:
             mapped.append(word)
-            continue
-        mapped.append(str(copy_root / relative))
-    return "cmd:" + shlex.join(mapped)
+    cwd = os.path.abspath(target.cwd)
+    folder = copy_root / os.path.relpath(cwd, root) if _inside(cwd, root) else copy_root
+    return "cmd:" + shlex.join([sys.executable, "-c", _IN_FOLDER, str(folder), *mapped])
+
+
+def build(target: Target, copy_root: Path, timeout: float) -> float:
+    """Run the build command in `copy_root`, contained: its own session, its output to a file
+    (a background child that holds it open cannot make the build wait), a deadline, and every
+    process it started ended when it is done. Returns its duration; raises BuildFailed."""
+    if not target.build:
+        return 0.0
+    from elmo_conformance.conformance.process import MARKER_VARIABLE
+
+    marker = f"build-{uuid.uuid4().hex}"
+    started = time.perf_counter()
+    with tempfile.TemporaryFile() as output:
+        process = subprocess.Popen(
+            target.build,
+            shell=True,
+            cwd=copy_root,
+            stdin=subprocess.DEVNULL,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, MARKER_VARIABLE: marker},
+        )
+        try:
+            code: int | None = process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            code = None
+        finally:
+            end_tree(process.pid, marker)
+            process.wait()
+        output.seek(0)
+        text = output.read().decode("utf-8", errors="replace").strip()
+    if code is None:
+        raise BuildFailed(f"the build command timed out after {timeout:.0f} s: {target.build}\n{clip(text)}")
+    if code != 0:
+        raise BuildFailed(f"the build command exited with code {code}: {target.build}\n{clip(text)}")
+    return time.perf_counter() - started
+
+
+def end_tree(pid: int, marker: str) -> None:
+    """End `pid` and every process it started: its session, its descendants, and whatever
+    carries its marker in its environment (conformance/process.py's search)."""
+    from elmo_conformance.conformance.process import _family, _signal_all
+
+    for _ in range(5):
+        family = _family(pid, marker)
+        if not _signal_all(pid, family, signal.SIGKILL) and not family:
+            return
+        time.sleep(0.05)
+
+
+def clip(text: str) -> str:
+    """A long output's start and end (the first error is at the start)."""
+    if len(text) <= OUTPUT_HEAD + OUTPUT_TAIL:
+        return text
+    return f"{text[:OUTPUT_HEAD]}\n[... {len(text) - OUTPUT_HEAD - OUTPUT_TAIL} characters ...]\n{text[-OUTPUT_TAIL:]}"

@@ -26,8 +26,16 @@ REPO = project_root()  # the repository root in a checkout, the package's folder
 _STATUS = {NOT_TESTABLE: "Ignored"}
 
 
-def _relative(path: str) -> str:
-    """Path relative to the repository (or, outside it, to the working directory) with '/'."""
+MESSAGE_CHARS = 3000  # of a killing test's message, from its start (where it says what differed)
+
+
+def _relative(path: str, root: Path | None = None) -> str:
+    """Path relative to `root` (a generated run's project root), else to the repository (or,
+    outside it, to the working directory), with '/'."""
+    if root is not None:
+        relative = os.path.relpath(os.path.abspath(path), os.path.abspath(root))
+        if not relative.startswith(".."):
+            return Path(relative).as_posix()
     absolute = Path(path).resolve()
     for base in (REPO, Path.cwd()):
         try:
@@ -50,11 +58,10 @@ def _reason(v: Verdict) -> str:
         parts.append(f"FAILS THE SESSION: {v.failure}")
     if v.run is not None and v.run.reason and v.status != "Killed":
         parts.append(v.run.reason)
-    if v.status == "Killed" and v.run is not None and v.run.reason and not v.killers:
-        parts.append(v.run.reason)  # killed before any test: the harness could not start it
-    elif v.status == "Killed" and v.run is not None:
+    if v.status == "Killed" and v.run is not None and v.killers:
         first = v.run.tests[v.killers[0]].message or ""
-        parts.append(f"killed by {len(v.killers)} test case(s); first: {v.killers[0]}\n{first[-1500:]}")
+        clipped = first[:MESSAGE_CHARS] + (" [...]" if len(first) > MESSAGE_CHARS else "")
+        parts.append(f"killed by {len(v.killers)} test case(s); first: {v.killers[0]}\n{clipped}")
     parts += v.notes
     return "\n".join(parts) or v.status
 
@@ -123,7 +130,11 @@ def _listing(impl: str, sourceless: list[Verdict]) -> tuple[str, dict]:
 _LANGUAGES = {"python": "python", "c": "c", "cpp": "cpp", "rust": "rust", "go": "go", "java": "java"}
 
 
-def report(results: Results, verdicts: list[Verdict], framework: str = "elmo-conformance mutants") -> dict:
+def report(
+    results: Results, verdicts: list[Verdict], framework: str = "elmo-conformance mutants", root: Path | None = None
+) -> dict:
+    """The report; `root`: a generated run's project root, which its files are named relative to
+    and which is its `projectRoot` (the repository's otherwise)."""
     files: dict[str, dict] = {}
     unlisted = []
     sourceless: dict[str, list[Verdict]] = {}
@@ -134,7 +145,7 @@ def report(results: Results, verdicts: list[Verdict], framework: str = "elmo-con
         if v.info.file is None:
             sourceless.setdefault(v.impl, []).append(v)
             continue
-        key = _relative(v.info.file)
+        key = _relative(v.info.file, root)
         language = _LANGUAGES.get(v.info.language, v.info.language)
         entry = files.setdefault(key, {"language": language, "source": _read(v.info.file), "mutants": []})
         entry["mutants"].append(mutant_result(v))
@@ -145,7 +156,7 @@ def report(results: Results, verdicts: list[Verdict], framework: str = "elmo-con
     return {
         "schemaVersion": "2",
         "thresholds": {"high": 100, "low": 90},  # every catalog mutant must die: below 100 is news
-        "projectRoot": REPO.as_posix(),
+        "projectRoot": (root or REPO).as_posix(),
         "files": files,
         "testFiles": test_files(results),
         "framework": {"name": framework, "version": __version__, "dependencies": _versions()},

@@ -7,8 +7,11 @@ kills the process the runner still knows which tests finished and which one was 
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import io
 import os
+import signal
 import sys
 import time
 import traceback
@@ -62,20 +65,31 @@ class GeneratedJob(MutantJob):
     """A generated mutant (spec §13.2): written into a scratch copy, built there, and run."""
 
     target: Target | None = None
-    generated: Generated | None = None
+    generated: Generated | None = None  # None: the clean implementation, run as every mutant is
     scratch: str = ""  # the run's scratch folder; this mutant's own is made inside it
+    control: bool = False  # the clean implementation through every test (the control run)
+
+
+_SAID: list[str] = []  # what the last suite run wrote to standard error (a refusal's reason)
 
 
 def _run_suite(impl: str, collector: Collector, mutant: str | None = None, select: str | None = None) -> int:
     """The suite in this worker through the entry point's in-process form (elmo_conformance.running.run_here):
-    the same command line as every other run, pytest's exit status."""
+    the same command line as every other run, pytest's exit status. What pytest writes to standard
+    error (a refusal to start says why there) is kept for the verdict and copied to the log."""
     # unraisableexception runs gc.collect() five times per session: about a second once torch is loaded.
     args = ["-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:unraisableexception"]
     args += ["--hypothesis-profile", PROFILE]
     args += ["-k", select] if select else []
     # In-process: the worker is the isolation (a hang or crash costs the worker, not the run), and
     # a mutant's `replaces` coverage needs its code to run in this process.
-    return run_here(impl, args, isolation="in-process", mutant=mutant, plugins=[collector])
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            return run_here(impl, args, isolation="in-process", mutant=mutant, plugins=[collector])
+    finally:
+        _SAID[:] = [said.getvalue()]
+        sys.stderr.write(said.getvalue())
 
 
 def exit_problem(exit_code: int, collector: Collector) -> str | None:
@@ -151,8 +165,11 @@ def run_mutant(job: MutantJob, send: Send) -> MutantRun:
 
 
 def _run_tests(run: MutantRun, impl: str, mutant: str | None, job: MutantJob, send: Send, started: float) -> MutantRun:
-    """The mutant through its selected tests, in order; its status from their outcomes."""
-    collector = Collector(send, order=list(job.order), must_run=job.must_run, fail_fast=job.fail_fast)
+    """The mutant through its selected tests, in order; its status from their outcomes. Killed
+    means that a test failed: a run that could not start or broke is a RuntimeError, whatever
+    tests failed before it broke."""
+    order = None if isinstance(job, GeneratedJob) and job.control else list(job.order)
+    collector = Collector(send, order=order, must_run=job.must_run, fail_fast=job.fail_fast)
     exit_code = _run_suite(impl, collector, mutant, job.select)
     run.duration = time.perf_counter() - started
     run.tests = collector.outcomes
@@ -172,12 +189,15 @@ def _run_tests(run: MutantRun, impl: str, mutant: str | None, job: MutantJob, se
 
 
 def run_generated(job: GeneratedJob, send: Send) -> MutantRun:
-    """Write the mutant into a fresh scratch folder, build it there, run its tests until the first
-    kill; the folder is removed whatever happens (the user's files are only read)."""
+    """Copy the project's clean copy into a fresh scratch folder with the mutant written in it,
+    build it there, and run its tests until the first kill; the folder is removed whatever
+    happens (the user's files are only read). A harness that cannot start the mutant (pytest's
+    exit status 4: the implementation's process died or broke the handshake before any test) is
+    a RuntimeError with the reason: no test failed, so nothing killed it."""
     import shutil
     import tempfile
 
-    assert job.target is not None and job.generated is not None
+    assert job.target is not None
     run = MutantRun(job.impl, job.mutant, selected=list(job.order))
     started = time.perf_counter()
     folder = Path(tempfile.mkdtemp(prefix="mutant-", dir=job.scratch or None))
@@ -191,14 +211,18 @@ def run_generated(job: GeneratedJob, send: Send) -> MutantRun:
             return run
         run = _run_tests(run, impl, None, job, send, started)
         if run.status == "RuntimeError" and (run.reason or "").startswith("pytest exited with code 4"):
-            # The baseline ran with the same options: only the mutant can make the harness refuse
-            # to start (its program dies or garbles the handshake, §15): every test would fail.
-            run.status = "Killed"
-            run.reason = "the harness could not start the mutant (pytest exited with code 4 before any test)"
+            run.reason = "the harness could not start the implementation: " + _refusal(run.reason or "")
         return run
     finally:
         _stop_processes()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _refusal(reason: str) -> str:
+    """What the harness said when it refused to start (pytest's usage error: the adapter's
+    process could not be started, and its standard error), or pytest's exit status alone."""
+    said = "\n".join(line.removeprefix("ERROR: ") for line in "".join(_SAID).strip().splitlines())
+    return said or reason
 
 
 def _stop_processes() -> None:
@@ -218,6 +242,9 @@ def serve(conn: Connection, log_path: str) -> None:
     """The worker's main loop: receive a job, stream its events, send ("done", result)."""
     for key, value in SINGLE_THREADED.items():
         os.environ.setdefault(key, value)
+    # Ctrl-C is the runner's to handle (it stops the workers and writes a partial report): a worker
+    # that took it would end its mutant's run early and report a verdict that is not one.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     log = open(log_path, "a", buffering=1, encoding="utf-8")  # kept open for the worker's lifetime
     os.dup2(log.fileno(), 1)
     os.dup2(log.fileno(), 2)
