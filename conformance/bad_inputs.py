@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .clauses import SINGULAR, Clause, clauses, entry_shape
 from .data import probe_separable, random_bilm
 from .protocol import protocol
 
@@ -104,22 +105,118 @@ def arguments(function: str, x: Inputs) -> tuple[tuple, dict]:
     return spec.split_call(bound)
 
 
-def with_param(x: Inputs, name: str, value: object) -> Inputs:
-    return replace(x, params={**x.params, name: value})
+def other_float(dtype: np.dtype) -> type:
+    return np.float32 if dtype == np.float64 else np.float64
 
 
-def without_param(x: Inputs, name: str) -> Inputs:
-    return replace(x, params={k: v for k, v in x.params.items() if k != name})
+Change = Callable[[Inputs, np.dtype], Inputs]
 
 
-def with_id(x: Inputs, where: tuple[int, int], value: int) -> Inputs:
-    ids = x.ids.copy()
-    ids[where] = value
-    return replace(x, ids=ids)
+@dataclass(frozen=True)
+class Bad:
+    """One bad input: `change` turns the valid inputs into it; the message must name `argument`
+    ("a|b": either). `clause` is the clause of spec/validation.json it sends."""
+
+    row: str
+    functions: tuple[str, ...]
+    argument: str
+    why: str
+    change: Change
+    clause: Clause | None = None
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """A valid input next to the bad inputs of `clauses`: every function of `functions` accepts it."""
+
+    why: str
+    functions: tuple[str, ...]
+    change: Change
+    clauses: tuple[tuple[Clause, str], ...] = ()  # (clause, function) it is the neighbour of
+
+
+INTEGER_DTYPES = tuple(
+    np.dtype(name) for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+)
+LOSS = ("bilm_loss", "bilm_loss_grad")  # the functions V11 applies to: a single token has no target
+NON_FINITE = (("a NaN", np.nan), ("+infinity", np.inf), ("-infinity", -np.inf))
+
+
+# -- reading and writing the one thing a clause changes ---------------------------------------------
+
+
+def _get(x: Inputs, c: Clause) -> Any:
+    if c.entry is not None:
+        return x.params[c.entry]
+    value = x.settings[c.argument] if c.argument in x.settings else getattr(x, c.argument)
+    return value[c.item] if c.item is not None else value
+
+
+def _set(x: Inputs, c: Clause, new: Any) -> Inputs:
+    if c.entry is not None:
+        return replace(x, params={**x.params, c.entry: new})
+    if c.item is not None:
+        items = list(getattr(x, c.argument))
+        items[c.item] = new
+        new = items
+    if c.argument in x.settings:
+        return replace(x, settings={**x.settings, c.argument: new})
+    return replace(x, **{c.argument: new})
+
+
+def _sized(a: np.ndarray, axis: int, size: int) -> np.ndarray:
+    """`a` with `size` entries along `axis`: cut, or grown by repeating its last slice."""
+    if size <= a.shape[axis]:
+        return np.take(a, np.arange(size), axis=axis)
+    extra = np.repeat(np.take(a, [-1], axis=axis), size - a.shape[axis], axis=axis)
+    return np.concatenate([a, extra], axis=axis)
+
+
+def _with_ids(x: Inputs, ids: Any) -> Inputs:
+    """x with these ids, and what depends on their shape following them: lengths absent when ids
+    are not a [B, T] array of the same B and T (the defect is the ids'), g_layers cut to [B, T]."""
+    same = isinstance(ids, np.ndarray) and ids.ndim >= 2 and ids.shape[:2] == x.ids.shape[:2]
+    if same or not isinstance(ids, np.ndarray):
+        return replace(x, ids=ids)
+    g_layers = x.g_layers
+    if ids.ndim == 2:
+        g_layers = [g[: ids.shape[0], : ids.shape[1]] for g in g_layers]
+    return replace(x, ids=ids, lengths=None, g_layers=g_layers)
+
+
+def _with_features(x: Inputs, features: Any) -> Inputs:
+    """x with these features, labels and W following N and D (their defect is the features')."""
+    if not (isinstance(features, np.ndarray) and features.ndim == 2):
+        return replace(x, features=features)
+    n, d = features.shape
+    return replace(x, features=features, labels=_sized(x.labels, 0, n), W=_sized(x.W, 0, d))
+
+
+def _with_params_size(x: Inputs, vocab: int | None = None, d: int | None = None) -> Inputs:
+    """x with a biLM of vocabulary `vocab` or width `d`, every entry (§2.1), ids and g_layers following."""
+    V, width = x.params["embedding"].shape
+    vocab, d = (V if vocab is None else vocab), (width if d is None else d)
+    params = {}
+    for name, value in x.params.items():
+        sizes = {"V": vocab, "d": d, "4d": 4 * d}
+        shape = entry_shape(name)
+        params[name] = value[tuple(slice(0, sizes[dim]) for dim in shape)]
+    ids = np.minimum(x.ids, max(vocab - 1, 0))
+    return replace(x, params=params, ids=ids, g_layers=[g[..., : 2 * d] for g in x.g_layers])
+
+
+def _value(expression: str, x: Inputs) -> float:
+    """A clause's value in the spec's symbols ("V", "T + 1", "-1", "5e-324") for the inputs x (C is
+    both n_classes and the columns of W: valid_arguments makes them one number)."""
+    symbols = {"V": vocab(x), "T": x.ids.shape[1], "C": int(x.n_classes)}
+    total = 0.0
+    for term in expression.split(" + "):
+        total += symbols[term] if term in symbols else float(term)
+    return total
 
 
 def vocab(x: Inputs) -> int:
-    return x.params["embedding"].shape[0]
+    return int(x.params["embedding"].shape[0])
 
 
 def padded_position(x: Inputs) -> tuple[int, int]:
@@ -128,343 +225,310 @@ def padded_position(x: Inputs) -> tuple[int, int]:
     return int(np.argmin(x.lengths)), x.ids.shape[1] - 1
 
 
-def with_length(x: Inputs, row: int, value: int) -> Inputs:
-    assert x.lengths is not None
-    return replace(x, lengths=np.where(np.arange(len(x.lengths)) == row, value, x.lengths))
+def _with_element(a: np.ndarray, where: tuple[int, ...] | int, value: float) -> np.ndarray:
+    out = a.copy()
+    if isinstance(where, int):
+        out.flat[where] = value
+    else:
+        out[where] = value
+    return out
 
 
-def with_first_label(x: Inputs, value: int) -> Inputs:
-    return replace(x, labels=np.where(np.arange(len(x.labels)) == 0, value, x.labels))
+# -- a clause as bad inputs and valid neighbours -------------------------------------------------
 
 
-def non_finite_features(x: Inputs, value: float, dt: np.dtype) -> Inputs:
-    return replace(x, features=np.where(np.eye(*x.features.shape) > 0, value, x.features).astype(dt))
+def _set_middle(value: float) -> Callable[[Any, np.dtype], Any]:
+    """The array with its middle element (not the first: a check of a[0] alone misses it) `value`."""
+    return lambda a, dt: _with_element(a, a.size // 2, value)
 
 
-def with_layer(x: Inputs, k: int, value: object) -> Inputs:
-    return replace(x, layers=[value if j == k else layer for j, layer in enumerate(x.layers)])
+def _array_defects(c: Clause) -> list[tuple[str, Callable[[Any, np.dtype], Any]]]:
+    """(why, the array's change) for each bad input of an array clause."""
+    kind, axis, text = c.kind, c.axis, c.text()
+    if kind == "non_finite":
+        return [(f"{c.subject()} with {name}", _set_middle(value)) for name, value in NON_FINITE]
+    ax = -1 if axis is None else axis  # dim_below, dim_above and empty have an axis (the schema)
+    changes: dict[str, Callable[[Any, np.dtype], Any]] = {
+        "not_array": lambda a, dt: a.tolist(),
+        "float": lambda a, dt: a.astype(np.float64),
+        "int": lambda a, dt: a.astype(np.int64),
+        "bool": lambda a, dt: a.astype(bool),
+        "other_float": lambda a, dt: a.astype(other_float(dt)),
+        "zero_d": lambda a, dt: np.asarray(a.flat[0]),
+        "ndim_below": lambda a, dt: a[0],
+        "ndim_above": lambda a, dt: a[..., None],
+        "transposed": lambda a, dt: a.T.copy(),
+        "dim_below": lambda a, dt: _sized(a, ax, a.shape[ax] - 1),
+        "dim_above": lambda a, dt: _sized(a, ax, a.shape[ax] + 1),
+        "empty": lambda a, dt: _sized(a, ax, 0),
+    }
+    return [(text, changes[kind])] if kind in changes else []
 
 
-def with_s_value(x: Inputs, value: float, dt: np.dtype) -> Inputs:
-    """s with its middle entry replaced by `value` (not the first: a check of s[0] alone misses it)."""
-    return replace(x, s=np.where(np.arange(len(x.s)) == 1, value, x.s).astype(dt))
+def _set_array(x: Inputs, c: Clause, new: Any) -> Inputs:
+    if c.argument == "ids":
+        return _with_ids(x, new)
+    if c.argument == "features":
+        return _with_features(x, new)
+    if c.entry == "embedding" and c.kind == "empty":
+        return _with_params_size(x, **{("vocab" if c.axis == 0 else "d"): 0})
+    return _set(x, c, new)
 
 
-def other_float(dtype: np.dtype) -> type:
-    return np.float32 if dtype == np.float64 else np.float64
+# Kinds that mean something for some arguments only; a clause of one elsewhere is not sent.
+ONLY = {
+    "no_targets": {"lengths", "ids"},
+    "single_class": {"labels"},
+    "missing": {"params"},
+    "extra": {"params"},
+    "no_layers": {"params"},
+    "stacked": {"g_layers", "layers"},
+    "length_below": {"g_layers"},
+    "length_above": {"g_layers"},
+}
 
 
-@dataclass(frozen=True)
-class Bad:
-    row: str
-    functions: tuple[str, ...]
-    argument: str
-    why: str
-    change: Callable[[Inputs, np.dtype], Inputs]
+def _bad_inputs(c: Clause) -> list[tuple[str, Change]]:
+    """(why, change) for each bad input of the clause `c`; none for a clause it cannot send."""
+    kind, text = c.kind, c.text()
+    if c.argument not in ONLY.get(kind, {c.argument}) or (
+        kind in ("below", "above") and not c.scalar and c.argument not in SINGULAR
+    ):
+        return []
+    if c.scalar:
+        scalar: dict[str, list[tuple[str, Change]]] = {
+            "float": [(text, lambda x, dt: _set(x, c, float(_get(x, c))))],
+            "bool": [(text, lambda x, dt: _set(x, c, True))],
+            "string": [(text, lambda x, dt: _set(x, c, str(_get(x, c))))],
+            "below": [(text, lambda x, dt: _set(x, c, _number(c.value or "", x)))],
+            "non_finite": [
+                (f"{c.argument} = {value}", _setting(c, value)) for value in (float("nan"), float("inf"), float("-inf"))
+            ],
+        }
+        return scalar[kind]
+    if kind in ("below", "above"):
+
+        def out_of_range(x: Inputs, dt: np.dtype) -> Inputs:
+            where = padded_position(x) if c.at == "padded" else 0
+            return _set(x, c, _with_element(_get(x, c), where, _value(c.value or "", x)))
+
+        return [(text, out_of_range)]
+    if kind == "missing":
+        return [(text, lambda x, dt: replace(x, params={k: v for k, v in x.params.items() if k != c.entry}))]
+    if kind == "no_layers":
+        return [
+            (
+                text,
+                lambda x, dt: replace(
+                    x, params={k: v for k, v in x.params.items() if "." not in k or k.startswith("out.")}
+                ),
+            )
+        ]
+    if kind == "extra":
+        key = c.key or ""
+        return [(text, lambda x, dt: replace(x, params={**x.params, key: x.params["fwd.0.weight_hh"]}))]
+    if kind == "stacked":
+        return [(text, lambda x, dt: _set(x, c, np.stack(_get(x, c))))]
+    if kind in ("length_below", "length_above"):
+        grow = kind == "length_above"
+        return [(text, lambda x, dt: _set(x, c, [*_get(x, c), _get(x, c)[-1]] if grow else _get(x, c)[:-1]))]
+    if kind == "empty" and c.argument == "layers":
+        return [(text, lambda x, dt: replace(x, layers=[], s=x.s[:0]))]
+    if kind == "no_targets":
+        if c.at == "absent":
+            return [(text, lambda x, dt: _with_ids(x, x.ids[:, :1]))]
+        return [(text, lambda x, dt: replace(x, lengths=np.ones_like(x.lengths)))]
+    if kind == "single_class":
+        if c.at == "one row":
+            return [(text, lambda x, dt: _with_features(x, x.features[:1]))]
+        return [(text, lambda x, dt: replace(x, labels=np.ones_like(x.labels)))]
+    return [(why, _changing(c, change)) for why, change in _array_defects(c)]
 
 
-BAD = [
-    Bad("V01", BILM, "ids", "float ids", lambda x, dt: replace(x, ids=x.ids.astype(np.float64))),
-    Bad("V01", BILM, "ids", "1-D ids", lambda x, dt: replace(x, ids=x.ids[0], lengths=None)),
-    Bad("V01", BILM, "ids", "boolean ids", lambda x, dt: replace(x, ids=x.ids > 2)),
-    Bad("V01", BILM, "ids", "ids as a nested list", lambda x, dt: replace(x, ids=x.ids.tolist())),
-    Bad("V02", BILM, "ids", "ids with T = 0", lambda x, dt: replace(x, ids=x.ids[:, :0], lengths=None)),
-    Bad("V02", BILM, "ids", "ids with B = 0", lambda x, dt: replace(x, ids=x.ids[:0], lengths=None)),
-    Bad("V03", BILM, "ids", "an id of -1", lambda x, dt: with_id(x, (0, 0), -1)),
-    Bad("V03", BILM, "ids", "an id of V at a padded position", lambda x, dt: with_id(x, padded_position(x), vocab(x))),
-    Bad("V04", BILM, "lengths", "float lengths", lambda x, dt: replace(x, lengths=x.lengths.astype(np.float64))),
-    Bad("V04", BILM, "lengths", "lengths of length B + 1", lambda x, dt: replace(x, lengths=np.append(x.lengths, 1))),
-    Bad("V04", BILM, "lengths", "2-D lengths", lambda x, dt: replace(x, lengths=x.lengths[:, None])),
-    Bad("V04", BILM, "lengths", "lengths as a list", lambda x, dt: replace(x, lengths=x.lengths.tolist())),
-    Bad("V05", BILM, "lengths", "a length of 0", lambda x, dt: with_length(x, 1, 0)),
-    Bad("V05", BILM, "lengths", "a length of T + 1", lambda x, dt: with_length(x, 0, x.ids.shape[1] + 1)),
-    Bad("V06", BILM, "fwd.1.bias_hh", "params without fwd.1.bias_hh", lambda x, dt: without_param(x, "fwd.1.bias_hh")),
-    Bad("V06", BILM, "out.bias", "params without out.bias", lambda x, dt: without_param(x, "out.bias")),
-    Bad(
-        "V07",
-        BILM,
-        f"fwd.{N_LAYERS}.weight_hh",
-        f"an extra fwd.{N_LAYERS}.weight_hh",
-        lambda x, dt: with_param(x, f"fwd.{N_LAYERS}.weight_hh", x.params["fwd.1.weight_hh"]),
-    ),
-    Bad("V07", BILM, "dropout", "an extra entry 'dropout'", lambda x, dt: with_param(x, "dropout", np.zeros(1, dt))),
-    # A key is any string (§8, §15.3 carries it as UTF-8). The message names `params`, and may quote
-    # such a key escaped or cut short, so `params` is what these three must name: a key of 60
-    # non-ASCII characters, é (its quote must stay UTF-8 through the protocol, §15.3), a canonical
-    # name followed by a NUL and more, and a key longer than a name buffer sized for canonical names.
-    Bad(
-        "V07",
-        BILM,
-        "params",
-        "an extra entry with non-ASCII characters",
-        lambda x, dt: with_param(x, "x" + "\u00e9" * 60, x.params["fwd.0.weight_ih"]),
-    ),
-    Bad(
-        "V07",
-        BILM,
-        "params",
-        "an extra entry with a NUL character",
-        lambda x, dt: with_param(x, "fwd.0.weight_ih\x00x", x.params["fwd.0.weight_ih"]),
-    ),
-    Bad(
-        "V07",
-        BILM,
-        "params",
-        "an extra entry of 76 characters",
-        lambda x, dt: with_param(x, "fwd.0." + "x" * 70, x.params["fwd.0.weight_ih"]),
-    ),
-    Bad(
-        "V08",
-        BILM,
-        "fwd.0.weight_hh",
-        "fwd.0.weight_hh of shape [4d, d + 1]",
-        lambda x, dt: with_param(x, "fwd.0.weight_hh", np.zeros(np.add(x.params["fwd.0.weight_hh"].shape, (0, 1)), dt)),
-    ),
-    Bad(
-        "V08",
-        BILM,
-        "out.bias",
-        "out.bias of shape [V + 1]",
-        lambda x, dt: with_param(x, "out.bias", np.zeros(vocab(x) + 1, dt)),
-    ),
-    Bad(
-        "V08",
-        BILM,
-        "bwd.1.weight_ih",
-        "bwd.1.weight_ih transposed",
-        lambda x, dt: with_param(x, "bwd.1.weight_ih", x.params["bwd.1.weight_ih"].T.copy()),
-    ),
-    Bad(
-        "V08",
-        BILM,
-        "embedding",
-        "a 1-D embedding",
-        lambda x, dt: with_param(x, "embedding", x.params["embedding"].ravel()),
-    ),
-    Bad(
-        "V09",
-        BILM,
-        "bwd.1.bias_ih",
-        "an integer bwd.1.bias_ih",
-        lambda x, dt: with_param(x, "bwd.1.bias_ih", np.zeros(x.params["bwd.1.bias_ih"].shape, np.int64)),
-    ),
-    Bad(
-        "V09",
-        BILM,
-        "out.weight",
-        "out.weight in the other float dtype",
-        lambda x, dt: with_param(x, "out.weight", x.params["out.weight"].astype(other_float(dt))),
-    ),
-    # The last LSTM entry of param_names order too: a check that walks all but the last one misses it.
-    Bad(
-        "V09",
-        BILM,
-        f"bwd.{N_LAYERS - 1}.bias_hh",
-        f"bwd.{N_LAYERS - 1}.bias_hh in the other float dtype",
-        lambda x, dt: with_param(
-            x, f"bwd.{N_LAYERS - 1}.bias_hh", x.params[f"bwd.{N_LAYERS - 1}.bias_hh"].astype(other_float(dt))
-        ),
-    ),
-    Bad(
-        "V10",
-        ("bilm_layers_vjp",),
-        "g_layers",
-        "L arrays instead of L + 1",
-        lambda x, dt: replace(x, g_layers=x.g_layers[:-1]),
-    ),
-    Bad(
-        "V10",
-        ("bilm_layers_vjp",),
-        "g_layers",
-        "g_layers of width d",
-        lambda x, dt: replace(x, g_layers=[g[..., :2] for g in x.g_layers]),
-    ),
-    Bad(
-        "V11",
-        ("bilm_loss", "bilm_loss_grad"),
-        "lengths",
-        "every length 1",
-        lambda x, dt: replace(x, lengths=np.ones_like(x.lengths)),
-    ),
-    Bad(
-        "V11",
-        ("bilm_loss", "bilm_loss_grad"),
-        "ids",
-        "T = 1, no lengths",
-        lambda x, dt: replace(x, ids=x.ids[:, :1], lengths=None),
-    ),
-    Bad("V12", MIX, "layers", "no layers", lambda x, dt: replace(x, layers=[], s=np.zeros(0, dt))),
-    Bad(
-        "V12",
-        MIX,
-        "layers",
-        "layers of different shapes",
-        lambda x, dt: replace(x, layers=[*x.layers[:2], x.layers[2][:, :2]]),
-    ),
-    # A layer larger than layer 0, and one with an extra axis: a check that compares the shapes by
-    # order (`<`) or by size alone instead of for equality passes these.
-    Bad(
-        "V12",
-        MIX,
-        "layers",
-        "a layer larger than layer 0",
-        lambda x, dt: with_layer(x, 1, np.concatenate([x.layers[1], x.layers[1][:, :1]], axis=1)),
-    ),
-    Bad(
-        "V12",
-        MIX,
-        "layers",
-        "a layer with an extra axis",
-        lambda x, dt: with_layer(x, 2, x.layers[2][..., None]),
-    ),
-    Bad(
-        "V12",
-        MIX,
-        "layers",
-        "integer layers",
-        lambda x, dt: replace(x, layers=[np.ones(layer.shape, np.int64) for layer in x.layers]),
-    ),
-    Bad(
-        "V12",
-        MIX,
-        "layers",
-        "layers of two float dtypes",
-        lambda x, dt: replace(x, layers=[*x.layers[:2], x.layers[2].astype(other_float(dt))]),
-    ),
-    Bad("V13", MIX, "s", "len(s) = number of layers + 1", lambda x, dt: replace(x, s=np.zeros(len(x.layers) + 1, dt))),
-    Bad("V13", MIX, "s", "len(s) = number of layers - 1", lambda x, dt: replace(x, s=np.zeros(len(x.layers) - 1, dt))),
-    Bad("V13", MIX, "s", "2-D s", lambda x, dt: replace(x, s=x.s[:, None])),
-    Bad("V13", MIX, "s", "integer s", lambda x, dt: replace(x, s=np.zeros(len(x.s), np.int64))),
-    # Non-finite s of the right length and dtype, so that only the finiteness check can refuse them.
-    Bad("V13", MIX, "s", "s with a NaN", lambda x, dt: with_s_value(x, np.nan, dt)),
-    Bad("V13", MIX, "s", "s with +infinity", lambda x, dt: with_s_value(x, np.inf, dt)),
-    Bad("V13", MIX, "s", "s with -infinity", lambda x, dt: with_s_value(x, -np.inf, dt)),
-    Bad("V14", MIX, "gamma", "gamma of shape [2]", lambda x, dt: replace(x, gamma=np.ones(2, dt))),
-    Bad("V14", MIX, "gamma", "a NaN gamma", lambda x, dt: replace(x, gamma=np.full(1, np.nan, dt))),
-    Bad("V14", MIX, "gamma", "gamma as a Python float", lambda x, dt: replace(x, gamma=1.0)),
-    Bad("V15", ("scalar_mix_vjp",), "g_out", "g_out of another shape", lambda x, dt: replace(x, g_out=x.g_out[:, :2])),
-    Bad("V16", PROBE, "features", "1-D features", lambda x, dt: replace(x, features=x.features[:, 0])),
-    Bad(
-        "V16",
-        PROBE,
-        "features",
-        "features with a NaN",
-        lambda x, dt: non_finite_features(x, np.nan, dt),
-    ),
-    Bad(
-        "V16",
-        PROBE,
-        "features",
-        "features with an infinity",
-        lambda x, dt: non_finite_features(x, np.inf, dt),
-    ),
-    Bad("V16", PROBE, "features", "integer features", lambda x, dt: replace(x, features=x.features.astype(np.int64))),
-    Bad(
-        "V16",
-        ("fit_linear_probe",),
-        "features",
-        "N = 0",
-        lambda x, dt: replace(x, features=x.features[:0], labels=x.labels[:0]),
-    ),
-    Bad("V17", PROBE, "labels", "labels one shorter than N", lambda x, dt: replace(x, labels=x.labels[:-1])),
-    Bad("V17", PROBE, "labels", "float labels", lambda x, dt: replace(x, labels=x.labels.astype(np.float64))),
-    Bad("V17", PROBE, "labels", "2-D labels", lambda x, dt: replace(x, labels=x.labels[:, None])),
-    Bad(
-        "V18",
-        PROBE,
-        "labels",
-        "a label of -1",
-        lambda x, dt: with_first_label(x, -1),
-    ),
-    Bad(
-        "V18",
-        PROBE,
-        "labels",
-        "a label equal to the number of classes",
-        lambda x, dt: with_first_label(x, int(x.n_classes)),
-    ),
-    # With one class the labels are necessarily wrong too (V18 or V20), so either name will do.
-    Bad("V19", ("fit_linear_probe",), "n_classes|labels", "n_classes = 1", lambda x, dt: replace(x, n_classes=1)),
-    Bad(
-        "V19",
-        ("fit_linear_probe",),
-        "n_classes",
-        "n_classes as a float",
-        lambda x, dt: replace(x, n_classes=float(x.n_classes)),
-    ),
-    Bad("V19", ("fit_linear_probe",), "n_classes", "n_classes = True", lambda x, dt: replace(x, n_classes=True)),
-    Bad(
-        "V20",
-        ("fit_linear_probe",),
-        "labels",
-        "a single class",
-        lambda x, dt: replace(x, labels=np.ones_like(x.labels)),
-    ),
-    Bad(
-        "V21",
-        ("fit_linear_probe",),
-        "steps",
-        "steps = -1",
-        lambda x, dt: replace(x, settings={**x.settings, "steps": -1}),
-    ),
-    Bad(
-        "V21",
-        ("fit_linear_probe",),
-        "steps",
-        "steps = 2.5",
-        lambda x, dt: replace(x, settings={**x.settings, "steps": 2.5}),
-    ),
-    Bad("V22", ("fit_linear_probe",), "lr", "lr = 0", lambda x, dt: replace(x, settings={**x.settings, "lr": 0.0})),
-    Bad("V22", ("fit_linear_probe",), "lr", "lr = -0.5", lambda x, dt: replace(x, settings={**x.settings, "lr": -0.5})),
-    Bad(
-        "V22",
-        ("fit_linear_probe",),
-        "lr",
-        "lr = NaN",
-        lambda x, dt: replace(x, settings={**x.settings, "lr": float("nan")}),
-    ),
-    # A string is not a number (§8), even one that float() reads.
-    Bad(
-        "V22",
-        ("fit_linear_probe",),
-        "lr",
-        "lr as the string '0.5'",
-        lambda x, dt: replace(x, settings={**x.settings, "lr": "0.5"}),
-    ),
-    Bad(
-        "V23",
-        ("fit_linear_probe",),
-        "l2",
-        "l2 = -0.001",
-        lambda x, dt: replace(x, settings={**x.settings, "l2": -1e-3}),
-    ),
-    Bad(
-        "V23",
-        ("fit_linear_probe",),
-        "l2",
-        "l2 = infinity",
-        lambda x, dt: replace(x, settings={**x.settings, "l2": float("inf")}),
-    ),
-    Bad(
-        "V23",
-        ("fit_linear_probe",),
-        "l2",
-        "l2 as the string '0.001'",
-        lambda x, dt: replace(x, settings={**x.settings, "l2": "0.001"}),
-    ),
-    Bad(
-        "V24",
-        ("probe_accuracy",),
-        "W",
-        "W with D + 1 rows",
-        lambda x, dt: replace(x, W=np.zeros(np.add(x.W.shape, (1, 0)), dt)),
-    ),
-    Bad("V24", ("probe_accuracy",), "W", "1-D W", lambda x, dt: replace(x, W=x.W[:, 0])),
-    Bad("V25", ("probe_accuracy",), "b", "b of length C + 1", lambda x, dt: replace(x, b=np.zeros(len(x.b) + 1, dt))),
-    Bad("V25", ("probe_accuracy",), "b", "2-D b", lambda x, dt: replace(x, b=x.b[None, :])),
-]
+def _setting(c: Clause, value: Any) -> Change:
+    return lambda x, dt: _set(x, c, value)
+
+
+def _changing(c: Clause, change: Callable[[Any, np.dtype], Any]) -> Change:
+    """The inputs with the array the clause is about passed through `change`."""
+    return lambda x, dt: _set_array(x, c, change(_get(x, c), dt))
+
+
+def _as_dtype(dtype: np.dtype) -> Callable[[Any, np.dtype], Any]:
+    return lambda a, dt: a.astype(dtype)
+
+
+def _number(expression: str, x: Inputs) -> int | float:
+    value = _value(expression, x)
+    return int(value) if value == int(value) and "e" not in expression else value
+
+
+VALID = "the valid inputs"
+
+
+def _neighbours(c: Clause) -> list[tuple[str, tuple[str, ...], Change]]:
+    """(why, functions, change) for each valid neighbour of the clause `c`: the valid input a step
+    inside the boundary the clause's bad input is a step outside of."""
+    valid: list[tuple[str, tuple[str, ...], Change]] = [(VALID, c.functions, lambda x, dt: x)]
+    kind, fs = c.kind, c.functions
+    if c.scalar:
+        if kind == "below":
+            inside = c.neighbour or (str(int(c.value or "0") + 1))
+            if c.argument == "n_classes":  # two classes: the labels 0 and 1 only
+                return [
+                    (f"n_classes = {inside}", fs, lambda x, dt: replace(_set(x, c, int(inside)), labels=x.labels % 2))
+                ]
+            return [(f"{c.argument} = {inside}", fs, lambda x, dt: _set(x, c, _number(inside, x)))]
+        if kind == "string" or (kind == "bool" and c.argument in ("lr", "l2")):
+            return [(f"{c.argument} = 1, a Python int", fs, lambda x, dt: _set(x, c, 1))]
+        if kind in ("float", "bool"):
+            return [(f"{c.argument} as a NumPy int64", fs, lambda x, dt: _set(x, c, np.int64(_get(x, c))))]
+        return valid
+    if kind == "float" and c.argument in SINGULAR:
+        return [(f"{c.argument} as {dtype}", fs, _changing(c, _as_dtype(dtype))) for dtype in INTEGER_DTYPES]
+    if kind == "int" and c.argument in CONVERTED and c.entry is None:
+        # §8: a float argument of the other float dtype is converted, not refused
+        return [
+            (
+                f"{c.argument} in the other float dtype",
+                fs,
+                lambda x, dt: replace(x, **{c.argument: _other_float_of(getattr(x, c.argument), dt)}),
+            )
+        ]
+    if kind in ("below", "above"):
+        step = 1 if kind == "below" else -1
+        where_text = " at a padded position" if c.at == "padded" else ""
+
+        def step_inside(x: Inputs, dt: np.dtype) -> Inputs:
+            where = padded_position(x) if c.at == "padded" else 0
+            return _set(x, c, _with_element(_get(x, c), where, _value(c.value or "", x) + step))
+
+        one, shown = SINGULAR[c.argument], _stepped(c.value or "", step)
+        return [(f"a{'n' if one[0] in 'aeiou' else ''} {one} of {shown}{where_text}", fs, step_inside)]
+    if kind == "empty" and c.entry == "embedding":
+        which = "vocab" if c.axis == 0 else "d"
+        name = "V = 1" if c.axis == 0 else "d = 1"
+        return [(f"a biLM with {name}", fs, lambda x, dt: _with_params_size(x, **{which: 1}))]
+    if kind == "empty" and c.argument == "ids":
+        if c.axis == 0:
+            return [("ids with B = 1", fs, lambda x, dt: replace(_with_ids(x, x.ids[:1]), lengths=x.lengths[:1]))]
+        short = tuple(f for f in fs if f not in LOSS)
+        return [
+            ("ids with T = 1", short, lambda x, dt: _with_ids(x, x.ids[:, :1])),
+            ("ids with T = 2", tuple(f for f in fs if f in LOSS), lambda x, dt: _with_ids(x, x.ids[:, :2])),
+        ]
+    if kind == "empty" and c.argument == "features":
+        if c.axis == 1:
+            return [("features with D = 1", fs, lambda x, dt: _with_features(x, x.features[:, :1]))]
+        return [
+            ("features with N = 1", ("probe_accuracy",), lambda x, dt: _with_features(x, x.features[:1])),
+            (
+                "features with N = 2, two classes",
+                ("fit_linear_probe",),
+                lambda x, dt: _with_features(x, x.features[:2]),
+            ),
+        ]
+    if kind == "empty" and c.argument == "layers":
+        return [("a single layer", fs, lambda x, dt: replace(x, layers=x.layers[:1], s=x.s[:1]))]
+    if kind == "no_layers":
+        return [("a biLM with L = 1", fs, lambda x, dt: _one_layer(x))]
+    if kind == "no_targets":
+        if c.at == "absent":
+            return [("T = 2, lengths absent", fs, lambda x, dt: _with_ids(x, x.ids[:, :2]))]
+        return [
+            (
+                "every length 1 but one of 2",
+                fs,
+                lambda x, dt: replace(x, lengths=np.where(np.arange(len(x.lengths)) == 0, 2, 1)),
+            )
+        ]
+    if kind == "single_class":
+        if c.at == "one row":
+            return [("two rows of two classes", fs, lambda x, dt: _with_features(x, x.features[:2]))]
+        return [
+            ("two classes", fs, lambda x, dt: replace(x, labels=x.labels % 2)),
+            ("labels without class 0", fs, lambda x, dt: replace(x, labels=np.maximum(x.labels, 1))),
+        ]
+    if kind == "non_finite" and c.argument == "s":
+        return [
+            (
+                "s with the largest finite value (§5.4)",
+                fs,
+                lambda x, dt: replace(x, s=_with_element(x.s, 1, np.finfo(dt).max)),
+            ),
+            (
+                "s with the lowest finite value (§5.4)",
+                fs,
+                lambda x, dt: replace(x, s=_with_element(x.s, 1, np.finfo(dt).min)),
+            ),
+        ]
+    return valid
+
+
+def _stepped(expression: str, step: int) -> str:
+    """`expression` + `step` in words: "-1" + 1 is "0", "V" - 1 is "V - 1", "T + 1" - 1 is "T"."""
+    if expression.lstrip("-").isdigit():
+        return str(int(expression) + step)
+    if expression.endswith(" + 1") and step == -1:
+        return expression[: -len(" + 1")]
+    return f"{expression} {'+' if step > 0 else '-'} {abs(step)}"
+
+
+CONVERTED = ("g_layers", "g_out", "s", "gamma", "W", "b")  # §8: converted to the computing dtype
+
+
+def _other_float_of(value: Any, dt: np.dtype) -> Any:
+    if isinstance(value, list):
+        return [item.astype(other_float(dt)) for item in value]
+    return value.astype(other_float(dt))
+
+
+def _one_layer(x: Inputs) -> Inputs:
+    params = {k: v for k, v in x.params.items() if not k.startswith(("fwd.", "bwd.")) or k.split(".")[1] == "0"}
+    return replace(x, params=params, g_layers=x.g_layers[:2])
+
+
+def generated(rows: list[Clause]) -> tuple[list[Bad], list[Neighbour]]:
+    """The bad inputs and the valid neighbours of the clauses `rows`, neighbours shared between
+    clauses that have the same one (the valid inputs themselves, most often)."""
+    bad: list[Bad] = []
+    near: dict[str, Neighbour] = {}
+    for clause in rows:
+        c = clause.resolved(N_LAYERS)
+        for why, change in _bad_inputs(c):
+            bad.append(Bad(c.row, c.functions, c.names, why, change, clause))
+        for why, functions, change in _neighbours(c):
+            known = near.get(why)
+            near[why] = Neighbour(
+                why,
+                tuple(dict.fromkeys((*(known.functions if known else ()), *functions))),
+                known.change if known else change,
+                (*(known.clauses if known else ()), *((clause, f) for f in functions)),
+            )
+    return bad, list(near.values())
+
+
+def unsent(rows: list[Clause], bad: list[Bad], near: list[Neighbour]) -> list[str]:
+    """A line for each clause and function with no bad input refused, or no valid neighbour
+    accepted, among `bad` and `near`: both sides of each boundary of §8 must be sent."""
+    refused = {(b.clause, f) for b in bad for f in b.functions}
+    accepted = {pair for n in near for pair in n.clauses}
+    lines = []
+    for clause in rows:
+        for f in clause.functions:
+            where = f"§8 {clause.row} clause {clause.index} ({clause.kind}: {clause.text()}) for {f}"
+            if (clause, f) not in refused:
+                lines.append(f"{where} has no bad input; teach conformance/bad_inputs.py to send it")
+            if (clause, f) not in accepted:
+                lines.append(f"{where} has no valid neighbour; teach conformance/bad_inputs.py its nearest valid input")
+    return lines
+
+
+BAD, NEIGHBOURS = generated(clauses())
+
 
 CALLS = [(bad, function) for bad in BAD for function in bad.functions]
+ACCEPTS = [(near, function) for near in NEIGHBOURS for function in near.functions]
 
 
 def cast_inputs(x: Inputs, cast: Callable[[Any], Any]) -> Inputs:

@@ -5,8 +5,9 @@
 
 Each fact has one source; what restates it is produced from it here:
 
-- spec/elmo.md §8, the validation table: from spec/validation.json (groups of functions named as
-  spec/protocol.json names them), between the markers `<!-- begin validation-table -->` and
+- spec/elmo.md §8, the validation table and the clauses of each row: from spec/validation.json
+  (groups of functions named as spec/protocol.json names them, clauses in the words of
+  conformance/clauses.py), between the markers `<!-- begin validation-table -->` and
   `<!-- end validation-table -->`;
 - spec/elmo.md §13, the mutant catalog: from spec/mutants.json, between `mutant-table` markers;
 - spec/schemas/tolerances.schema.json, the `enum` of quantity names: from the quantities
@@ -63,6 +64,22 @@ def validation_table(validation: Mapping, protocol: Mapping) -> str:
         functions = groups.get(tuple(sorted(row["functions"]))) or ", ".join(map(_code, row["functions"]))
         argument = "the entry's name" if row["argument"] == "<entry name>" else _code(row["argument"])
         lines.append(f"| {row['id']} | {functions} | {argument} | {row['raised_when']} |")
+    return "\n".join(lines) + "\n\n" + clause_list(validation)
+
+
+def clause_list(validation: Mapping) -> str:
+    """The clauses of each row, in the words of conformance/clauses.py: one line per row."""
+    from elmo_conformance.conformance.clauses import clauses
+
+    by_row: dict[str, list[str]] = {}
+    for clause in clauses(dict(validation)):
+        by_row.setdefault(clause.row, []).append(clause.text())
+    lines = [
+        "The clauses of each row, each sent as a bad input next to its nearest valid input, which must be "
+        "accepted (`conformance/bad_inputs.py`):",
+        "",
+    ]
+    lines += [f"- {row}: " + "; ".join(texts) + "." for row, texts in by_row.items()]
     return "\n".join(lines)
 
 

@@ -69,7 +69,7 @@ def test_rows_follow_the_spec_and_columns_the_adapters() -> None:
 
 def test_a_run_prints_the_table_and_writes_it_as_json(tmp_path: Path) -> None:
     out = tmp_path / "reports" / "pass-table.json"
-    args = ["-k", "test_hand_example or test_probe_accuracy_breaks_ties or test_every_validation_row"]
+    args = ["-k", "test_hand_example or test_probe_accuracy_breaks_ties or test_every_clause_is_sent"]
     args += ["--pass-table", str(out)]
     code, output = run_args_here("--impl", "numpy", "--impl", str(SKIP_SOFTMAX), *args)
     assert code == 1, output  # skip-softmax fails the hand example
@@ -86,7 +86,7 @@ def test_a_run_prints_the_table_and_writes_it_as_json(tmp_path: Path) -> None:
         "skip-softmax-float64": {"FAIL": 1},
         "skip-softmax-float32": {"FAIL": 1},
     }
-    assert cells["test_every_validation_row_is_checked"] == {"suite": {"pass": 1}}
+    assert cells["test_every_clause_is_sent_from_both_sides"] == {"suite": {"pass": 1}}
     hand = next(line for line in output.splitlines() if line.startswith("5.1,5.2"))
     assert hand.split() == ["5.1,5.2", "test_hand_example_scalar_mix", "pass", "pass", "FAIL", "FAIL", "-"]
 

@@ -123,14 +123,14 @@ def check_has_targets(ids: np.ndarray, lengths: np.ndarray | None) -> None:
 
 
 def check_g_layers(g_layers: Any, L: int, B: int, T: int, d: int) -> None:
-    """V10: L + 1 real arrays of shape [B, T, 2d]."""
+    """V10: L + 1 float arrays (float32 or float64, not integer, §8) of shape [B, T, 2d]."""
     shape = (B, T, 2 * d)
     if (
         not isinstance(g_layers, (list, tuple))
         or len(g_layers) != L + 1
-        or not all(isinstance(g, np.ndarray) and g.dtype.kind in "iuf" and g.shape == shape for g in g_layers)
+        or not all(_is_float_array(g) and g.shape == shape for g in g_layers)
     ):
-        _fail("g_layers", f"a list of {L + 1} real arrays of shape {list(shape)}", g_layers, "V10")
+        _fail("g_layers", f"a list of {L + 1} float arrays of shape {list(shape)}", g_layers, "V10")
 
 
 # -- ScalarMix functions --
@@ -156,9 +156,9 @@ def check_mix(s: Any, gamma: Any, layers: Any) -> None:
 
 
 def check_g_out(g_out: Any, shape: tuple[int, ...]) -> None:
-    """V15."""
-    if not isinstance(g_out, np.ndarray) or g_out.dtype.kind not in "iuf" or g_out.shape != shape:
-        _fail("g_out", f"a real array of shape {list(shape)}, a layer's shape", g_out, "V15")
+    """V15: a float array (float32 or float64, not integer, §8) of a layer's shape."""
+    if not _is_float_array(g_out) or g_out.shape != shape:
+        _fail("g_out", f"a float array of shape {list(shape)}, a layer's shape", g_out, "V15")
 
 
 # -- probe functions --
