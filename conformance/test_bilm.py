@@ -100,7 +100,8 @@ def test_backward_layers_never_see_the_past(case: Case, data: st.DataObject) -> 
 @pytest.mark.spec("3.4")
 @given(data=st.data())
 def test_padding_never_leaks(case: Case, data: st.DataObject) -> None:
-    """Padded R^k are exactly 0; padding content changes nothing; a row alone equals it in a batch."""
+    """Padded R^k are exactly +0.0 (the sign too: -0.0 shows a multiplied mask); padding content
+    changes nothing; a row alone equals it in a batch."""
     lengths = data.draw(st.lists(st.integers(1, 7), min_size=2, max_size=4), label="lengths")
     lengths = [*lengths, 7]  # at least one full row, so every shorter row has padding
     params, ids, lengths_ = random_bilm(data.draw(st.integers(0, 2**16), label="seed"), VOCAB, D, N_LAYERS, lengths)
@@ -112,6 +113,15 @@ def test_padding_never_leaks(case: Case, data: st.DataObject) -> None:
         if leaked.size:
             b, t = np.argwhere(~mask)[leaked[0][0]]
             fail(("3.4",), f"R^{k} is not 0 at padded position [{b}, {t}] (lengths {lengths}): {layer[b, t].tolist()}")
+        negative = np.argwhere(np.signbit(layer[~mask]))
+        if negative.size:  # -0.0 == 0, so only its sign shows a value multiplied by a 0/1 mask
+            b, t = np.argwhere(~mask)[negative[0][0]]
+            fail(
+                ("3.4",),
+                f"R^{k} at padded position [{b}, {t}] (lengths {lengths}) holds -0.0: padded positions are +0.0, "
+                "selected (where(real, value, 0)), not a value multiplied by a 0/1 mask, which gives -0.0 where "
+                "the value is negative (and NaN where it is not finite)",
+            )
     other = changed(ids, ~mask, VOCAB, np.random.default_rng(len(lengths)))
     for k, (a, b) in enumerate(zip(case.bilm_layers(params, other, lengths_), layers)):
         assert_bitwise(a, b, f"R^{k} after changing only padded tokens (lengths {lengths})", ("3.4",))

@@ -65,6 +65,17 @@ def test_probe_gives_a_constant_column_no_weight(case: Case) -> None:
     W, _ = case.fit_linear_probe(X, y, n_classes, **settings)
     if np.any(W[constant] != 0):
         fail(("7.1",), f"W rows {constant.tolist()} (constant columns) are {W[constant].tolist()}, expected exactly 0")
+    # A column whose first row is its minimum is not constant: its values are not all equal (§7.1
+    # decides by equality, not by comparing each value with the first row's).
+    X = case.cast(np.array([[1.0, 1.0], [2.0, 2.0], [3.0, -1.0], [2.0, 0.5]]))
+    labels = np.array([0, 1, 1, 0])
+    got = case.fit_linear_probe(X, labels, 2, **settings)
+    want = reference.fit_linear_probe(widen(X), labels, 2, **settings)
+    context = (
+        "for the columns (1, 2, 3, 2) and (1, 2, -1, 0.5): neither is constant, though no value of the first is "
+        "below its first row's; §7.1 decides by equality, not by comparing with the first row"
+    )
+    check_probe_weights(case, X, labels, 2, settings, got, want, context)
     # Three rows of 0.1: the computed mean is 0.10000000000000002 in float64 and the computed
     # standard deviation about 1.4e-17, not 0; the column is constant all the same (§7.1).
     X = case.cast(np.array([[0.1, 1.0], [0.1, 2.0], [0.1, -1.0]]))
@@ -76,6 +87,25 @@ def test_probe_gives_a_constant_column_no_weight(case: Case) -> None:
             "all equal is constant (decided by equality), even where its computed mean is not exactly 0.1 and its "
             "computed standard deviation is not exactly 0",
         )
+
+
+@pytest.mark.spec("7.2", "7.3")
+def test_probe_softmax_is_shifted_row_by_row(case: Case) -> None:
+    """At lr = 1e4 with l2 = 0 on separable data the logits grow to thousands, of opposite signs
+    in different rows: softmax(Z V + a) row by row, each row shifted by its own maximum, stays
+    finite (so do W, b and the accuracy); one shift for the whole array leaves some row with every
+    exponential 0, and 0 / 0 is NaN."""
+    X, y, n_classes, _ = separable(case)
+    W, b = case.call("fit_linear_probe", ("7.2",), X, y, n_classes, l2=0.0, steps=20, lr=1e4)
+    for name, value in (("W", W), ("b", b)):
+        if not np.all(np.isfinite(value)):
+            fail(
+                ("7.2",),
+                f"fit_linear_probe with lr = 1e4, l2 = 0 on separable data returned {name} with NaN or infinity: P = "
+                "softmax(Z V + a) is row by row, each row shifted by its own maximum (one shift for the whole "
+                "array, or none, overflows or divides 0 by 0 once the logits reach the thousands)",
+            )
+    case.fit_linear_probe(X, y, n_classes, l2=0.0, steps=20, lr=1e4)  # and its result checked as any other
 
 
 @pytest.mark.spec("7.3", "7.4")

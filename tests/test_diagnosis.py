@@ -46,14 +46,15 @@ def outcome(report: dict, test: str, case: str | None = None) -> dict:
 # -------------------------------------------------------------- §3.4: zeros selected, not multiplied
 
 
-def test_padding_multiplied_by_a_mask_passed_the_old_test_and_fails_the_new_one(tmp_path: Path) -> None:
+def test_padding_multiplied_by_a_mask_fails_on_nan_and_on_the_sign_of_zero(tmp_path: Path) -> None:
     code, report, output = run_suite(
         tmp_path, str(BROKEN / "mask_multiply.py"), "-k", "padding_never_leaks or selected_not_multiplied"
     )
     assert code == 1, output
     for dtype in ("float64", "float32"):
         case = f"mask-multiply-{dtype}"
-        assert outcome(report, "test_padding_never_leaks", case)["outcome"] == "passed", "the gap of the issue"
+        leaks = outcome(report, "test_padding_never_leaks", case)  # passed while it compared with == only
+        assert leaks["outcome"] == "failed" and "holds -0.0: padded positions are +0.0" in leaks["message"]
         failed = outcome(report, "test_padding_is_selected_not_multiplied", case)
         assert failed["outcome"] == "failed"
         assert failed["message"].startswith("§3.4 Layers and padding\nR^1 at padded position [1, 3] is [nan,")
