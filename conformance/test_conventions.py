@@ -1,4 +1,5 @@
-"""§1 Conventions: the same call twice gives the same bits (§1.4).
+"""§1 Conventions: the same call twice gives the same bits (§1.4); and a process implementation
+(§15.1) exits with status 0 when its standard input ends.
 
 Dtypes (§1.2) and unmodified inputs (§1.4) are checked on every call the suite makes (case.py).
 Every array the harness gets back is a copy (protocol.ResultChecker), so an adapter that refills
@@ -7,12 +8,17 @@ one output buffer in place cannot make the two results of this test the same obj
 
 from __future__ import annotations
 
+import subprocess
+
 import numpy as np
 import pytest
 
 from elmo_conformance.conformance.case import Case
 from elmo_conformance.conformance.checks import assert_bitwise, fail
 from elmo_conformance.conformance.data import random_bilm
+from elmo_conformance.conformance.process import ProcessAdapter
+
+END_OF_INPUT_WAIT = 10.0  # seconds a process gets to exit once its standard input is closed
 
 
 @pytest.mark.spec("1.4")
@@ -57,3 +63,35 @@ def test_calls_are_deterministic(case: Case) -> None:
         assert_bitwise(b, a, f"scalar_mix_vjp {what} of a second identical call", ("1.4",))
     for k, (a, b) in enumerate(zip(first_mix[2], second_mix[2])):
         assert_bitwise(b, a, f"scalar_mix_vjp g_layers[{k}] of a second identical call", ("1.4",))
+
+
+@pytest.mark.spec("15.1")
+def test_a_process_exits_0_at_the_end_of_its_input(case: Case) -> None:
+    """A program speaking the wire protocol, started as the harness starts it, answered the
+    handshake, then given end of file on its standard input, exits with status 0 (§15.1)."""
+    adapter = case.impl.adapter
+    if not isinstance(adapter, ProcessAdapter):
+        pytest.skip(f"{case.name} is not a process (§15.1 applies to programs speaking the wire protocol)")
+    fresh = ProcessAdapter(adapter.arg, adapter.argv, env=adapter.env)
+    connection = fresh._connection
+    assert connection is not None
+    try:
+        connection.process.stdin.close()  # type: ignore[union-attr]
+        try:
+            code = connection.process.wait(END_OF_INPUT_WAIT)
+        except subprocess.TimeoutExpired:
+            fail(
+                ("15.1",),
+                f"{case.name} was still running {END_OF_INPUT_WAIT:g} s after its standard input reached end of file: "
+                "when standard input ends the process exits, with status 0",
+            )
+        if code != 0:
+            tail = connection.stderr.tail()
+            fail(
+                ("15.1",),
+                f"{case.name} exited with status {code} when its standard input reached end of file, after the "
+                f"handshake; it must exit with status 0 (a read of 0 bytes at a frame's start is the end, not an "
+                f"error){chr(10) + tail if tail else ''}",
+            )
+    finally:
+        fresh.stop()
