@@ -63,7 +63,8 @@ def check_bilm_layers(
     """Each R^k against the expected one (§10 `layers` tolerance). The lowest layer that differs
     fails, its heading citing the part that differs: §3.1 for R^0, §3.2 when only its forward half
     f^k differs at real positions, §3.3 when only the backward half b^k does, both when both do,
-    §3.4 when only padded positions do. `extra` sections (a fixture's) are cited too."""
+    §3.4 when only padded positions do; §2.2 first when f^1 already differs at position 0, one step
+    of the cell from the zero state. `extra` sections (a fixture's) are cited too."""
     __tracebackhide__ = True
     tol = case.tol("layers")
     first = np.asarray(want[0])
@@ -81,9 +82,11 @@ def check_bilm_layers(
         fwd_bad = _differs(g[..., :d], w[..., :d], tol) & mask
         bwd_bad = _differs(g[..., d:], w[..., d:], tol) & mask
         where = []
+        cell = False  # f^1 at position 0 is one step of the cell (§2.2) from the zero state on e_{b,0}
         if fwd_bad.any():
             b, t = _first_in_reading_order(fwd_bad, full, backward=False)
             where.append(f"the forward state f^{k} first differs at row {b}, position {t} (reading left to right)")
+            cell = k == 1 and t == 0
         if bwd_bad.any():
             b, t = _first_in_reading_order(bwd_bad, full, backward=True)
             where.append(
@@ -100,6 +103,13 @@ def check_bilm_layers(
             sections, part, half = ("3.2", "3.3"), f"R^{k}", slice(0, width)
         else:
             sections, part, half = ("3.4",), f"R^{k} (only at padded positions)", slice(0, width)
+        if cell:
+            sections = ("2.2", *sections)
+            where.append(
+                "f^1 at position 0 is a single step of the LSTM cell from the zero state on e_{b,0}, which agrees, so "
+                "the cell itself differs (§2.2: the gate order i, f, g, o of the rows of weight_ih, weight_hh and the "
+                "biases, σ on i, f, o and tanh on g and c)"
+            )
         detail = "; ".join([below, *where])
         assert_close(g[..., half], w[..., half], tol, f"{part} {context} ({detail})", (*sections, *extra))
 

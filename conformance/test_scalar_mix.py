@@ -114,8 +114,17 @@ def test_scalar_mix_is_stable_for_large_s(case: Case) -> None:
     layers = case.cast([np.full(3, value) for value in values])
     gamma = case.cast(np.array([1.5]))
     for s, largest in (((1000.0, 0.0, -1000.0), 0), ((-1000.0, 0.0, 1000.0), 2), ((0.0, 1000.0, -1000.0), 1)):
+        shown = tuple(int(x) for x in s)
+        raw = case.call("scalar_mix", ("5.4",), case.cast(np.array(s)), gamma, layers)
+        if isinstance(raw, np.ndarray) and raw.dtype.kind == "f" and not np.all(np.isfinite(raw)):
+            fail(
+                ("5.4", "5.1"),
+                f"mix at s = {shown} is {raw.tolist()}, not finite: softmax(s) must subtract max(s) before exp "
+                "(§5.1); a shift by s[0] or another fixed entry, or none, leaves an exp(1000) or exp(2000), which "
+                "overflows",
+            )
         out = case.scalar_mix(case.cast(np.array(s)), gamma, layers)
-        what = f"mix at s = {tuple(int(x) for x in s)} (w = the one-hot of layer {largest})"
+        what = f"mix at s = {shown} (w = the one-hot of layer {largest})"
         assert_close(out, 1.5 * np.full(3, values[largest]), case.tol("mix"), what, ("5.4",))
     out = case.scalar_mix(case.cast(np.array([-1000.0, -1000.0, -1000.0])), gamma, layers)
     assert_close(out, 1.5 * np.mean(values) * np.ones(3), case.tol("mix"), "mix at s = (-1000, -1000, -1000)", ("5.4",))

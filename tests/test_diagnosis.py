@@ -303,3 +303,40 @@ def test_the_default_profile_does_not_shrink_and_the_shrink_profile_does() -> No
     assert Phase.explain not in settings.get_profile("conformance").phases
     assert Phase.shrink in settings.get_profile("shrink").phases
     assert settings.get_profile("shrink").derandomize and settings.get_profile("shrink").max_examples == 12
+
+
+# -------------------------------------------------------------- issue 32: the headings and numerics
+
+
+def test_a_gate_order_bug_is_headed_by_the_cell(tmp_path: Path) -> None:
+    code, report, output = run_suite_here(
+        tmp_path, str(BROKEN / "gate_order.py"), "--dtype", "float64", "-k", "test_golden_torch"
+    )
+    assert code == 1, output
+    message = outcome(report, "test_golden_torch", "gate-order-float64")["message"]
+    assert message.startswith("§2.2 The LSTM cell; §3.2 The forward stack; §3.3 The backward stack"), message
+    assert "f^1 at position 0 is a single step of the LSTM cell from the zero state" in message
+
+
+def test_a_softmax_shifted_by_s0_is_headed_by_numerical_stability(tmp_path: Path) -> None:
+    code, report, output = run_suite_here(
+        tmp_path, str(BROKEN / "s0_shift.py"), "--dtype", "float64", "-k", "stable_for_large_s"
+    )
+    assert code == 1, output
+    message = outcome(report, "test_scalar_mix_is_stable_for_large_s", "s0-shift-float64")["message"]
+    assert message.startswith("§5.4 Numerical stability; §5.1 Weights\nmix at s = (-1000, 0, 1000) is [nan,"), message
+    assert "softmax(s) must subtract max(s) before exp" in message
+
+
+def test_probe_shortcuts_fail_the_large_learning_rate_and_the_constant_column(tmp_path: Path) -> None:
+    code, report, output = run_suite_here(
+        tmp_path, str(BROKEN / "probe_shortcuts.py"), "-k", "softmax_is_shifted or constant_column"
+    )
+    assert code == 1, output
+    for dtype in ("float64", "float32"):
+        case = f"probe-shortcuts-{dtype}"
+        message = outcome(report, "test_probe_softmax_is_shifted_row_by_row", case)["message"]
+        assert message.startswith("§7.2 Objective\nfit_linear_probe with lr = 1e4, l2 = 0 on separable data"), message
+        message = outcome(report, "test_probe_gives_a_constant_column_no_weight", case)["message"]
+        assert message.startswith("§7.1 Standardization\nW for the columns (1, 2, 3, 2)"), message
+        assert "§7.1 decides by equality, not by comparing with the first row" in message
