@@ -54,6 +54,7 @@ from .scratch import (
     Copied,
     Target,
     UsageError,
+    baseline_copy,
     build,
     check_root,
     copy_project,
@@ -367,8 +368,20 @@ class GeneratedPlan(Plan):
         self.build_time = 0.0
         lines = tuple(sorted({m.file for m in mutants})) if target.python else ()
         n = results.options.workers
+        copy, run_as, cwd = baseline_copy(target, scratch / "baseline")
         self.baseline_jobs = [
-            BaselineJob(target.impl, i, n, select=select, lines=lines, record_calls=not target.python) for i in range(n)
+            BaselineJob(
+                target.impl,
+                i,
+                n,
+                select=select,
+                lines=lines,
+                record_calls=not target.python,
+                copy=copy,
+                run_as=run_as,
+                cwd=cwd,
+            )
+            for i in range(n)
         ]
         self.control_job: GeneratedJob | None = GeneratedJob(
             target.impl, CONTROL, (), frozenset(), False, select, target=target, scratch=str(scratch), control=True
@@ -794,7 +807,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.show:
         return show(target, every, args.show)
     if args.rerun:
-        return rerun(target, every, args.rerun, args)
+        hypothesis = tempfile.mkdtemp(prefix="elmo-mutate-hypothesis-")
+        os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = hypothesis  # not the user's folder
+        try:
+            return rerun(target, every, args.rerun, args)
+        finally:
+            shutil.rmtree(hypothesis, ignore_errors=True)
     if args.mutant:
         unknown = sorted(set(args.mutant) - {m.id for m in every})
         if unknown:
@@ -900,8 +918,24 @@ def problems_of(
 ) -> list[str]:
     """What makes the run fail (exit status 1), each in a line that says what to do."""
     problems = [p for p in [baseline_problem(baseline)] if p] if baseline else ["no baseline result"]
+    if problems and baseline is not None and (baseline.failures or baseline.error):
+        problems.append(
+            f"the baseline ran the implementation from a scratch copy of the project root ({args.root_used}), as "
+            "every mutant runs: an implementation that depends on where its files are fails there (--root sets the "
+            "folder copied)"
+        )
     if plan.control_problem and not problems:
         problems.append(plan.control_problem)
+    elif plan.control is not None and baseline is not None and not problems:
+        passed_here = {t.nodeid for t in baseline.ran if t.outcome == "passed"}
+        differ = [t.nodeid for t in plan.control.tests.values() if t.killed and t.nodeid in passed_here]
+        if differ:
+            problems.append(
+                f"{len(differ)} test(s) fail on the clean implementation served from its copy as every mutant is, "
+                "but pass in the baseline run "
+                f"({', '.join(differ[:3])}{' ...' if len(differ) > 3 else ''}): every mutant runs from a copy of the "
+                "project, so these tests judged no mutant; an implementation must not depend on where its files are"
+            )
     if not mutants:
         problems.append("no mutant was generated, so nothing was checked")
     share = error_share(verdicts)

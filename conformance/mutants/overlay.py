@@ -22,39 +22,8 @@ import sys
 if sys.path and sys.path[0].rstrip("/").endswith("mutants"):
     del sys.path[0]  # this folder has an html.py: it must not shadow the standard library's
 
-import importlib.abc  # noqa: E402
-import importlib.machinery  # noqa: E402
-import importlib.util  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
-
-
-class _FromCopy(importlib.abc.MetaPathFinder):
-    """Finds every module as usual; one whose file lies in the project root is loaded from the
-    same place in the copy."""
-
-    def __init__(self, root: str, copy: str) -> None:
-        self.roots = tuple(dict.fromkeys([os.path.abspath(root), os.path.realpath(root)]))
-        self.copy = copy
-
-    def mapped(self, path: str) -> str | None:
-        for root in self.roots:
-            for candidate in (os.path.abspath(path), os.path.realpath(path)):
-                if candidate == root or candidate.startswith(root + os.sep):
-                    return os.path.join(self.copy, os.path.relpath(candidate, root))
-        return None
-
-    def find_spec(self, fullname, path, target=None):  # noqa: ANN001, ANN201
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or not spec.has_location or not spec.origin:
-            return None
-        origin = self.mapped(spec.origin)
-        if origin is None or not os.path.isfile(origin):
-            return None
-        locations = None
-        if spec.submodule_search_locations is not None:
-            locations = [self.mapped(p) or p for p in spec.submodule_search_locations]
-        return importlib.util.spec_from_file_location(fullname, origin, submodule_search_locations=locations)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,7 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     else:
         os.environ.pop("PYTHONPATH", None)
     sys.dont_write_bytecode = True
-    sys.meta_path.insert(0, _FromCopy(config["root"], config["copy"]))
+    from elmo_conformance.conformance.mutants.copies import FromCopy
+
+    sys.meta_path.insert(0, FromCopy(config["root"], config["copy"]))
     from elmo_conformance.conformance import serve
 
     sys.argv = [str(serve.__file__), config["impl"]]

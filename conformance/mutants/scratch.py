@@ -35,6 +35,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .copies import FromCopy
 from .generate import Generated
 
 OVERLAY = Path(__file__).resolve().parent / "overlay.py"
@@ -245,8 +246,9 @@ def prepare(target: Target, mutant: Generated | None, folder: Path) -> tuple[str
     return program_in(target, copy_root), took
 
 
-def served(target: Target, copy_root: Path, folder: Path) -> str:
-    """The `cmd:` argument that serves the Python implementation from its copy (overlay.py)."""
+def _in_copy(target: Target, copy_root: Path) -> tuple[str, str]:
+    """The Python --impl argument and the working folder of a run from `copy_root`: a `.py`
+    file and the working folder inside the project root are mapped into the copy."""
     root = os.path.abspath(target.root)
     copy = str(copy_root)
 
@@ -258,16 +260,38 @@ def served(target: Target, copy_root: Path, folder: Path) -> str:
     if impl.endswith(".py") and os.path.isfile(os.path.join(target.cwd, impl)):
         impl = mapped(os.path.join(target.cwd, impl))
     cwd = mapped(target.cwd) if _inside(os.path.abspath(target.cwd), root) else copy
+    return impl, cwd if os.path.isdir(cwd) else copy
+
+
+def served(target: Target, copy_root: Path, folder: Path) -> str:
+    """The `cmd:` argument that serves the Python implementation from its copy (overlay.py)."""
+    root = os.path.abspath(target.root)
+    impl, cwd = _in_copy(target, copy_root)
     config = {
         "root": root,
-        "copy": copy,
-        "cwd": cwd if os.path.isdir(cwd) else copy,
-        "path": [mapped(p) for p in target.import_path],
+        "copy": str(copy_root),
+        "cwd": cwd,
+        "path": [
+            os.path.join(str(copy_root), os.path.relpath(p, root)) if _inside(p, root) else p
+            for p in target.import_path
+        ],
         "impl": impl,
     }
     config_file = folder / "overlay.json"
     config_file.write_text(json.dumps(config), encoding="utf-8")
     return "cmd:" + shlex.join([sys.executable, str(OVERLAY), str(config_file)])
+
+
+def baseline_copy(target: Target, folder: Path) -> tuple[FromCopy | None, str, str]:
+    """A copy of the clean copy in `folder` for the baseline run: the import hook that loads the
+    implementation's modules from it (Python), the --impl argument and the working folder."""
+    assert target.template is not None, "the clean copy is made before the baseline"
+    copy_root = folder / "src"
+    shutil.copytree(target.template, copy_root, symlinks=True)
+    if not target.python:
+        return None, program_in(target, copy_root), str(copy_root)
+    impl, cwd = _in_copy(target, copy_root)
+    return FromCopy(target.root, str(copy_root)), impl, cwd
 
 
 def program_path(target: Target, copy_root: Path) -> Path | None:

@@ -27,6 +27,7 @@ from elmo_conformance.conformance.protocol import protocol
 from elmo_conformance.running import run_here
 
 from .collector import CallRecorder, Collector, Coverage, LineCoverage, Send
+from .copies import FromCopy
 from .declared import declared_mutants, describe
 from .equivalence import changed_output
 from .generate import Generated
@@ -48,6 +49,9 @@ class BaselineJob:
     select: str | None = None  # pytest -k: only these tests of the suite
     lines: tuple[str, ...] = ()  # Python files whose lines each test runs are recorded (generated mutants)
     record_calls: bool = False  # record which protocol functions each test calls (generated mutants)
+    copy: FromCopy | None = None  # generated mutants: run the implementation from this copy of its project
+    run_as: str = ""  # the --impl argument that runs it there (else impl)
+    cwd: str = ""  # and the working folder it runs in
 
 
 @dataclass(frozen=True)
@@ -107,9 +111,32 @@ def _register_profile() -> None:
 
 
 def run_baseline(job: BaselineJob, send: Send) -> Baseline:
-    baseline = Baseline(job.impl)
+    """The clean run. For generated mutants it runs from the run's baseline copy of the project
+    (job.copy): the worker imports the implementation's modules from the copy and works in the
+    copy's folder for the run, so the user's files are only read; the lines each test ran are
+    reported by the user's file names, as the mutants know them."""
+    if job.copy is None:
+        return _run_baseline(job, send)
+    here = os.getcwd()
+    sys.meta_path.insert(0, job.copy)
+    sys.path.append(job.cwd)  # a clean served run imports from its working folder (beside the adapter)
+    os.chdir(job.cwd)
     try:
-        loaded = load_adapter(job.impl)
+        baseline = _run_baseline(job, send)
+    finally:
+        os.chdir(here)
+        sys.path.remove(job.cwd)
+        sys.meta_path.remove(job.copy)
+    back = {os.path.realpath(job.copy.mapped(file) or file): file for file in job.lines}
+    baseline.lines = {back.get(os.path.realpath(f), f): by_line for f, by_line in baseline.lines.items()}
+    return baseline
+
+
+def _run_baseline(job: BaselineJob, send: Send) -> Baseline:
+    baseline = Baseline(job.impl)
+    impl = job.run_as or job.impl
+    try:
+        loaded = load_adapter(impl)
         baseline.name, baseline.unavailable = loaded.name, loaded.unavailable
         baseline.components = tuple(sorted(protocol().components_of(loaded.capabilities)))
         baseline.mutants = [describe(key, factory) for key, factory in declared_mutants(loaded.adapter).items()]
@@ -123,11 +150,12 @@ def run_baseline(job: BaselineJob, send: Send) -> Baseline:
         baseline.error = f"{type(exc).__name__}: {exc}"
         return baseline
     coverage = Coverage(key for info in baseline.mutants for key in info.covers or ())
-    lines = LineCoverage(job.lines) if job.lines else None
+    files = [job.copy.mapped(f) or f for f in job.lines] if job.copy else job.lines
+    lines = LineCoverage(files) if files else None
     calls = CallRecorder() if job.record_calls else None
     collector = Collector(send, coverage=coverage, shard=(job.shard, job.shards), lines=lines, calls=calls)
     started = time.perf_counter()
-    baseline.exit_code = _run_suite(job.impl, collector, select=job.select)
+    baseline.exit_code = _run_suite(impl, collector, select=job.select)
     if lines is not None:
         baseline.lines = lines.result()
     if calls is not None:
