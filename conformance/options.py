@@ -43,6 +43,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="import and call Python adapters in this process (for pdb; --pdb and --trace imply it); by default "
         "each runs in a child process behind the protocol server, so that a hang or a crash fails one test (§11)",
     )
+    group.addoption(
+        "--no-sandbox",
+        action="store_true",
+        help="run adapter processes and programs without the sandbox (bubblewrap, docs/sandbox.md), with your "
+        "rights: only for code you trust",
+    )
+    group.addoption(
+        "--sandbox-limit",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a limit of the sandbox: memory=2G (private memory), processes=1024, file-size=1G, cpu=3600 (seconds), "
+        "or NAME=none; repeatable (defaults: PrairieLearn's, elmo_conformance/sandbox.py)",
+    )
     html_help = "write the run's self-contained HTML page to PATH (--report PATH.json also writes PATH.html)"
     try:
         if importlib.util.find_spec("pytest_html") is not None:  # installed, it may load after this plugin

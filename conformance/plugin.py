@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
+from elmo_conformance import sandbox
 from elmo_conformance.fixtures.manifest import verify_manifest
 from elmo_conformance.resources import FINISHED_ENV, RUN_ID_ENV, RUN_REPORT_ENV, suite_dir
 
@@ -114,6 +115,7 @@ def pytest_configure(config: pytest.Config) -> None:
     impls = config.getoption("impl") or available_builtins()
     # Process adapters' deadlines, the first handshake's included, from --call-timeout (§11.1).
     set_deadlines(config.getoption("call_timeout"))
+    configure_sandbox(config)
     try:
         loaded = [load_adapter(arg, isolate=not guard.in_process) for arg in impls]
         same_name(loaded)
@@ -127,6 +129,19 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(PassTable(config, loaded, DTYPES), "elmo-conformance-pass-table")
     if xfails is not None:
         config.pluginmanager.register(xfails, "elmo-conformance-xfails")
+
+
+def configure_sandbox(config: pytest.Config) -> None:
+    """The sandbox of the adapter processes this run starts (elmo_conformance/sandbox.py), from
+    --no-sandbox and --sandbox-limit (the first process started says once when it is off).
+    --in-process runs Python adapters in this process, outside any sandbox: for trusted code only."""
+    limits = sandbox.Limits()
+    for text in config.getoption("sandbox_limit", None) or []:
+        try:
+            limits = limits.with_option(text)
+        except ValueError as exc:
+            refuse(config, str(exc))
+    sandbox.configure(off=bool(config.getoption("no_sandbox", False)) or None, limits=limits)
 
 
 def same_name(loaded: list[LoadedAdapter]) -> None:

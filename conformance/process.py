@@ -30,7 +30,7 @@ from typing import Any
 
 import jsonschema
 
-from elmo_conformance import __version__
+from elmo_conformance import __version__, sandbox
 
 from . import wire
 from .protocol import Function, expected_result_bytes, protocol
@@ -47,6 +47,7 @@ MARKER_VARIABLE = "ELMO_CONFORMANCE_PROCESS"  # in the environment of a process 
 _STOP_GRACE = 2.0  # seconds between closing stdin, SIGTERM and SIGKILL
 _KILL_ROUNDS = 5  # looks for processes left behind, each killing those found
 _EXIT_LOOK = 0.5  # seconds between two looks at whether the process exited, without a pidfd
+_SETTLE_S = 0.5  # seconds a sandbox's pipe may take to close after bwrap has exited
 _CHUNK = 1 << 16  # bytes read at once before a frame's length is known
 _PIPE_SIZE = 1 << 20
 _SERIAL = itertools.count(1)
@@ -177,15 +178,26 @@ class Connection:
     half second elsewhere), so a process that exits while something it started keeps its
     standard output open is seen to exit at once."""
 
-    def __init__(self, argv: list[str], env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, argv: list[str], env: Mapping[str, str] | None = None, box: sandbox.Sandbox | None = None
+    ) -> None:
         self.argv = argv
         self.marker = f"{os.getpid()}-{next(_SERIAL)}-{uuid.uuid4().hex[:8]}"
         environment = dict(os.environ if env is None else env)
+        self.sandboxed = sandbox.active()
+        if self.sandboxed:  # the code under test runs in the sandbox (elmo_conformance/sandbox.py)
+            box = box or sandbox.Sandbox()
+            command = box.command(argv, env=environment)
+            environment = box.environment(environment)
+        else:
+            sandbox.announce()
+            # PR_SET_PDEATHSIG: bwrap's --die-with-parent does the same in the sandbox.
+            launcher = [sys.executable, "-S", "-c", _LAUNCHER, str(os.getpid())] if sys.platform == "linux" else []
+            command = [*launcher, *argv]
         environment[MARKER_VARIABLE] = self.marker  # inherited by what it starts: found at stop()
-        launcher = [sys.executable, "-S", "-c", _LAUNCHER, str(os.getpid())] if sys.platform == "linux" else []
         try:
             self.process = subprocess.Popen(
-                [*launcher, *argv],
+                command,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
@@ -226,6 +238,8 @@ class Connection:
             code = self.process.wait(wait)
         except subprocess.TimeoutExpired:
             return "it is still running"
+        if self.sandboxed and 128 < code < 128 + 65:
+            code = 128 - code  # bwrap exits with 128 + the signal that killed the program
         if code < 0:
             try:
                 return f"it was killed by {signal.Signals(-code).name}"
@@ -244,6 +258,8 @@ class Connection:
             if any(ready == fd for ready, _ in events):
                 return
             if events or (self.pidfd is None and self.process.poll() is not None):
+                if self.sandboxed and poller is self._readable and _ready(fd, _SETTLE_S):
+                    return  # bwrap exited a moment before its init, which held the pipe open too
                 exited()
 
     # -- pipes with deadlines
@@ -408,6 +424,13 @@ class Connection:
                 pass
             self.pidfd = None
         self.stderr.join(1.0)
+
+
+def _ready(fd: int, seconds: float) -> bool:
+    """Whether `fd` becomes readable (data, or its end) within `seconds`."""
+    single = select.poll()
+    single.register(fd, select.POLLIN)
+    return bool(single.poll(seconds * 1000.0))
 
 
 def _widen_pipe(fd: int) -> None:
@@ -575,10 +598,12 @@ class ProcessAdapter:
         call_timeout: float | None = None,
         env: Mapping[str, str] | None = None,
         startup_timeout: float | None = None,
+        box: sandbox.Sandbox | None = None,
     ) -> None:
         self.arg = arg
         self.argv = argv
         self.env = env
+        self.box = box  # how its process is sandboxed (None: the default sandbox, where it runs)
         self.call_timeout = _DEADLINES["call_timeout"] if call_timeout is None else call_timeout
         self.startup_timeout = _DEADLINES["startup_timeout"] if startup_timeout is None else startup_timeout
         self.mutant: str | None = None
@@ -615,7 +640,7 @@ class ProcessAdapter:
 
     def _start(self) -> dict[str, Any]:
         """Start the process and complete the handshake of §15.4; returns its hello."""
-        connection = Connection(self.argv, self.env)
+        connection = Connection(self.argv, self.env, self.box)
         deadline = time.monotonic() + self.handshake_timeout
         connection.timeout_text = self._handshake_text()
         hello = {"type": "hello", "protocol": protocol().version, "suite": f"elmo-conformance {__version__}"}

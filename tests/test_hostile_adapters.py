@@ -30,12 +30,14 @@ def run_suite(tmp_path: Path, impl: str, *args: str) -> tuple[int, dict | None, 
 
 
 def run_suite_apart(
-    tmp_path: Path, impl: str, *args: str, timeout: float = 180, env: dict | None = None
+    tmp_path: Path, impl: str, *args: str, timeout: float = 180, env: dict | None = None, cwd: Path | None = None
 ) -> tuple[int, dict | None, str]:
     """The suite through the entry point, in a pytest process of its own: for an adapter that could
-    hang or outlive the harness's own process (--in-process), or that reads its own environment. A
-    run that does not finish within `timeout` seconds fails the test: the harness hung."""
-    return _run_suite(tmp_path, impl, "--dtype", "float64", *args, timeout=timeout, env=env)
+    hang or outlive the harness's own process (--in-process), that reads the harness's environment
+    (`env`, --in-process: a sandboxed process gets none of it), or that writes in its working folder
+    (`cwd`, the sandbox's working copy). A run that does not finish within `timeout` seconds fails
+    the test: the harness hung."""
+    return _run_suite(tmp_path, impl, "--dtype", "float64", *args, timeout=timeout, env=env, cwd=cwd or ROOT)
 
 
 def outcome(report: dict, test: str) -> dict:
@@ -110,8 +112,9 @@ def test_a_leaked_non_daemon_thread_does_not_keep_the_run_alive(tmp_path: Path, 
 
 
 def test_an_adapter_runs_in_a_child_process_unless_in_process_is_given(tmp_path: Path) -> None:
-    """The adapter writes the id of its process's parent: the harness (whose parent is this test)
-    by default, this test itself with --in-process."""
+    """The adapter writes the id of its process's parent in its working folder: the harness (whose
+    parent is this test) by default (or, in the sandbox, the sandbox's first process), this test
+    itself with --in-process."""
     impl = tmp_path / "where.py"
     impl.write_text(
         "import os\n"
@@ -119,7 +122,7 @@ def test_an_adapter_runs_in_a_child_process_unless_in_process_is_given(tmp_path:
         "class Where(NumpyAdapter):\n"
         "    name = 'where'\n\n"
         "    def scalar_mix(self, s, gamma, layers):\n"
-        "        with open(os.environ['ELMO_WHERE'], 'a') as out:\n"
+        "        with open('where.txt', 'a') as out:\n"
         "            out.write(f'{os.getppid()}\\n')\n"
         "        return super().scalar_mix(s, gamma, layers)\n\n\n"
         "adapter = Where()\n",
@@ -127,9 +130,10 @@ def test_an_adapter_runs_in_a_child_process_unless_in_process_is_given(tmp_path:
     )
     parents = {}
     for mode in ("", IN_PROCESS):
-        record = tmp_path / f"parent{mode}.txt"
+        record = tmp_path / "where.txt"
+        record.unlink(missing_ok=True)
         args = ["-k", "test_hand_example_scalar_mix", *([mode] if mode else [])]
-        code, _, output = run_suite_apart(tmp_path, str(impl), *args, env={"ELMO_WHERE": str(record)})
+        code, _, output = run_suite_apart(tmp_path, str(impl), *args, cwd=tmp_path)
         assert code == 0, output
         parents[mode] = {int(line) for line in record.read_text().split()}
     assert parents[IN_PROCESS] == {os.getpid()}, "--in-process: called in the harness, which this test started"
