@@ -72,7 +72,14 @@ def test_a_process_exits_0_at_the_end_of_its_input(case: Case) -> None:
     adapter = case.impl.adapter
     if not isinstance(adapter, ProcessAdapter):
         pytest.skip(f"{case.name} is not a process (§15.1 applies to programs speaking the wire protocol)")
-    fresh = ProcessAdapter(adapter.arg, adapter.argv, env=adapter.env)
+    fresh = ProcessAdapter(
+        adapter.arg,
+        adapter.argv,
+        call_timeout=adapter.call_timeout,
+        env=adapter.env,
+        startup_timeout=adapter.startup_timeout,
+        box=adapter.box,  # sandboxed as the harness sandboxes it
+    )
     connection = fresh._connection
     assert connection is not None
     try:

@@ -166,6 +166,9 @@ static void hello(Out *o) {
 
 static int is_f8_array(const Value *v) { return v && v->tag == 'a' && strcmp(v->dtype, "f8") == 0; }
 
+/* s and gamma of the other float dtype are converted, not refused (§8): float32 is read as double. */
+static int is_float_array(const Value *v) { return is_f8_array(v) || (v && v->tag == 'a' && strcmp(v->dtype, "f4") == 0); }
+
 static uint64_t element_count(const Value *v) {
     uint64_t n = 1;
     for (int k = 0; k < v->ndim; k++) n *= v->shape[k];
@@ -173,6 +176,11 @@ static uint64_t element_count(const Value *v) {
 }
 
 static double element(const Value *v, uint64_t i) {
+    if (v->dtype[1] == '4') {
+        float x;
+        memcpy(&x, v->data + 4 * i, 4);
+        return x;
+    }
     double x;
     memcpy(&x, v->data + 8 * i, 8);
     return x;
@@ -188,12 +196,12 @@ static const char *check_mix(const Value *s, const Value *gamma, const Value *la
             memcmp(layer->shape, first->shape, sizeof(uint64_t) * first->ndim) != 0)
             return "layers: expected float64 arrays of one shape (this skeleton computes in float64 only)";
     }
-    if (!is_f8_array(s) || s->ndim != 1 || s->shape[0] != layers->length)
-        return "s: expected a 1-D float64 array with one weight per layer";
+    if (!is_float_array(s) || s->ndim != 1 || s->shape[0] != layers->length)
+        return "s: expected a 1-D float array with one weight per layer";
     for (uint32_t k = 0; k < layers->length; k++)
         if (!isfinite(element(s, k))) return "s: expected finite values";
-    if (!is_f8_array(gamma) || gamma->ndim != 1 || gamma->shape[0] != 1 || !isfinite(element(gamma, 0)))
-        return "gamma: expected a finite float64 array of shape [1]";
+    if (!is_float_array(gamma) || gamma->ndim != 1 || gamma->shape[0] != 1 || !isfinite(element(gamma, 0)))
+        return "gamma: expected a finite float array of shape [1]";
     return NULL;
 }
 
