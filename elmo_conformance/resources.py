@@ -122,6 +122,28 @@ def child_environment(env: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def suite_digest() -> str:
+    """The SHA-256 of the suite's installed files (every file of its package folders, by its
+    repository-relative name and content; bytecode caches left out): the same for every
+    install of one version, checkout or wheel, and different once a file is changed, added or
+    removed. A batch compares it before and after each job (elmo_conformance/batch/jobs.py)."""
+    import hashlib
+
+    total = hashlib.sha256()
+    for top in ("", *SUBPACKAGES):
+        base = package_dir(top)
+        name = top or NAMESPACE
+        for path in sorted(base.rglob("*")):
+            relative = path.relative_to(base)
+            if "__pycache__" in relative.parts or path.suffix == ".pyc" or not path.is_file():
+                continue
+            if not top and relative.parts[0] in SUBPACKAGES:
+                continue  # an installed wheel's subpackages, hashed under their own names
+            total.update(f"{name}/{relative.as_posix()}\0".encode())
+            total.update(hashlib.sha256(path.read_bytes()).digest())
+    return total.hexdigest()
+
+
 @cache
 def spec_version() -> str:
     """The spec's version, ``spec_version`` in spec/protocol.json: every part of the spec

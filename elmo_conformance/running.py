@@ -252,12 +252,19 @@ def run_args(
     )
 
 
+OUTPUT_KEPT = 8 << 20  # bytes of a captured run's output read back: its tail
+
+
 def _read_output(handle: Any) -> str | None:
+    """The captured output, its last OUTPUT_KEPT bytes at most (a run whose adapter floods the
+    terminal costs no more memory than that)."""
     if handle is None:
         return None
     handle.flush()
-    handle.seek(0)
-    return handle.read().decode("utf-8", errors="replace")
+    size = handle.seek(0, os.SEEK_END)
+    handle.seek(max(0, size - OUTPUT_KEPT))
+    text = handle.read().decode("utf-8", errors="replace")
+    return text if size <= OUTPUT_KEPT else f"[... the first {size - OUTPUT_KEPT} bytes of the output cut]\n" + text
 
 
 def run_here(

@@ -17,6 +17,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -123,7 +125,39 @@ def check_records(out: Path, done: subprocess.CompletedProcess) -> dict[str, dic
     page = (out / "index.html").read_text()
     for name, verdict in EXPECTED.items():
         assert f'data-submission="{name}" data-verdict="{verdict}"' in page
-    assert 'href="good/report.html"' in page
+    assert 'href="submissions/good/report.html"' in page
+    return found
+
+
+class WorkerKiller(threading.Thread):
+    """Kills the worker process of every job whose folder holds KILL-MY-WORKER (tests/batch/killer):
+    the parent of the job's pytest process, as the kernel's OOM killer would. The killer's own
+    attempt to kill its worker is stopped by the sandbox (its /proc holds its namespace only)."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.1):
+            for pid in marked_processes():
+                with contextlib.suppress(OSError):
+                    if (
+                        b"pytest" in Path(f"/proc/{pid}/cmdline").read_bytes()
+                        and Path(f"/proc/{pid}/cwd/KILL-MY-WORKER").exists()
+                    ):
+                        parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                        os.kill(parent, signal.SIGKILL)
+
+
+def marked_processes() -> list[int]:
+    """Processes of any batch job (JOB_ENV in their environment)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                if f"{jobs.JOB_ENV}=".encode() in Path(f"/proc/{entry}/environ").read_bytes():
+                    found.append(int(entry))
     return found
 
 
@@ -132,6 +166,8 @@ def test_batch_on_a_dask_cluster_and_embedded(tmp_path):
     """A real scheduler and two workers (dask scheduler / dask worker on 127.0.0.1), and the
     embedded default (the two batches at the same time, to save time): the same verdicts, every
     record checked, no process of a job left."""
+    killer = WorkerKiller()
+    killer.start()
     running = batch(tmp_path / "embedded", "--workers", "2")  # starts while the cluster starts
     try:
         with dask_cluster(tmp_path) as scheduler_file:
@@ -144,6 +180,7 @@ def test_batch_on_a_dask_cluster_and_embedded(tmp_path):
             on_cluster = finish(batch(tmp_path / "cluster", "--scheduler-file", str(scheduler_file)))
     finally:
         embedded = finish(running)
+        killer.done.set()
     assert "cluster tcp://127.0.0.1:" in on_cluster.stderr
     cluster_records = check_records(tmp_path / "cluster", on_cluster)
     assert "embedded LocalCluster tcp://127.0.0.1:" in embedded.stderr
@@ -218,6 +255,91 @@ def test_a_failed_build_is_did_not_load_and_leaves_no_process(tmp_path):
 
     records.judge_suite(record, Outcome(None, job, result, ids=[job.job_id]), tmp_path / "b", tmp_path)
     assert record["verdict"] == records.NOT_LOADED and record["reason"].startswith("its build command exited 7")
+
+
+def test_a_name_is_never_a_batch_file_nor_another_submissions(tmp_path):
+    """Issue 29: a manifest named "batch.json" ended the batch in a traceback; a name a manifest
+    claims took another submission's, whose owner was renamed NAME-2."""
+    claimer, alice = tmp_path / "bob", tmp_path / "alice"
+    for folder, name in ((claimer, "alice"), (tmp_path / "named", "batch.json")):
+        folder.mkdir()
+        (folder / "adapter.py").write_text("adapter = None\n")
+        (folder / "elmo-submission.json").write_text(f'{{"impl": "adapter.py", "name": "{name}"}}')
+    alice.mkdir()
+    (alice / "adapter.py").write_text("adapter = None\n")
+    found = submissions.resolve_all([str(claimer), str(alice), str(tmp_path / "named")])
+    assert [s.name for s in found] == ["alice-2", "alice", "batch.json"]
+    record = records.new_record(found[2])
+    result = {"stage": "suite", "exit_status": 0, "output": "ok", "report": {"complete": True, "tests": []}}
+    from elmo_conformance.batch.executor import Outcome
+
+    records.judge_suite(
+        record,
+        Outcome(None, jobs.Job("batch.json", "adapter.py"), result),
+        tmp_path / "submissions" / "batch.json",
+        tmp_path,
+    )
+    assert record["reports"]["output"] == "submissions/batch.json/output.txt"
+    path = records.write_batch(tmp_path, [record], {}, {})
+    assert path == tmp_path / "batch.json" and json.loads(path.read_text())["submissions"][0]["name"] == "batch.json"
+
+
+def test_a_jobs_output_is_read_with_a_cap(tmp_path):
+    """Issue 29: a 1 GB output was read whole into the worker's memory."""
+    code, text, _ = jobs.run_group(
+        [sys.executable, "-c", "import sys; sys.stdout.write('x' * (8 << 20) + 'the end')"],
+        cwd=tmp_path,
+        env=dict(os.environ),
+        deadline_s=60,
+    )
+    assert code == 0 and text.endswith("the end") and len(text) < 200_000
+    assert text.startswith("[... ") and "bytes cut]" in text
+
+
+def test_a_suite_changed_during_a_job_or_other_than_the_clients_is_no_verdict(tmp_path, monkeypatch):
+    """Issue 29: a submission appended a hook to the installed suite's conftest.py and every later
+    submission passed. The sandbox keeps the suite read-only (tests/test_sandbox.py); the digest of
+    its files, before and after each job, refuses a run whose suite changed anyway."""
+    digests = iter(["a" * 64, "b" * 64])
+    monkeypatch.setattr(jobs, "suite_digest", lambda: next(digests))
+    result = jobs.run_job(jobs.Job("t", "numpy", build="true", deadline_s=60, kind="suite", suite_args=["--co"]))
+    assert result["stage"] == "suite-files" and "changed during the job" in result["problem"], result
+    record = records.new_record(submissions.Submission("t", "t", "name", "numpy"))
+    from elmo_conformance.batch.executor import Outcome
+
+    records.judge_suite(record, Outcome(None, jobs.Job("t", "numpy"), result), tmp_path / "t", tmp_path)
+    assert record["verdict"] == records.LOST and "changed during the job" in record["reason"]
+    monkeypatch.setattr(jobs, "suite_digest", lambda: "c" * 64)
+    other = jobs.run_job(jobs.Job("t", "numpy", suite_digest="d" * 64))
+    assert other["stage"] == "suite-files" and "not the client's" in other["problem"]
+
+
+def test_a_jobs_scratch_and_processes_go_when_its_worker_dies(tmp_path):
+    """Issue 29: a killed worker's job folder, holding the submission's files, stayed in the
+    temporary folder. The guard removes it, and ends every process of the job."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    code = (
+        "from elmo_conformance.batch import jobs\n"
+        "jobs.run_job(jobs.Job('w', 'adapter.py', build='echo started; sleep 300', deadline_s=300, job_id='w' * 32,"
+        " files=None))\n"
+    )
+    worker = subprocess.Popen([sys.executable, "-c", code], env={**child_environment(), "TMPDIR": str(scratch)})
+    try:
+        for _ in range(200):
+            if list(scratch.glob("elmo-batch-*/submission")) and marked({"w" * 32}):
+                break
+            time.sleep(0.05)
+        assert list(scratch.glob("elmo-batch-*/submission")), "the job did not start"
+    finally:
+        worker.kill()
+        worker.wait()
+    for _ in range(100):
+        if not list(scratch.iterdir()) and not marked({"w" * 32}):
+            break
+        time.sleep(0.1)
+    assert list(scratch.iterdir()) == [], "the job's scratch folder outlived its worker"
+    assert marked({"w" * 32}) == [], "a process of the job outlived its worker"
 
 
 def test_verdicts_of_jobs_without_a_result_and_the_version_probe(tmp_path):

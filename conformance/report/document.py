@@ -126,9 +126,26 @@ def build(
 
 
 def write(report: dict[str, Any], path: str | Path) -> Path:
+    return write_text(path, json.dumps(report, indent=1) + "\n")
+
+
+def write_text(path: str | Path, text: str) -> Path:
+    """Write `text` at `path` atomically: into a new file beside it, then renamed over it, so that
+    a reader (or a run stopped midway) sees the old file or the new one, never a part of one."""
+    import os
+    import tempfile
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
     return path
 
 

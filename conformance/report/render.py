@@ -114,7 +114,6 @@ def dashboard_page(results: Sequence[Any]) -> str:
 
 
 def write(html: str, path: str | Path) -> Path:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(html, encoding="utf-8")
-    return path
+    from .document import write_text
+
+    return write_text(path, html)

@@ -4,8 +4,11 @@
 
 Checks many implementations (a course's class, a framework's backends) with the suite, and
 optionally their mutants, on Dask workers: an embedded LocalCluster on this machine by default, or
-an existing cluster. Writes DIR/NAME/ (each one's report JSON, its page, its output), DIR/batch.json
-and the class dashboard DIR/index.html.
+an existing cluster. Writes DIR/submissions/NAME/ (each one's report JSON, its page, its output),
+DIR/batch.json and the class dashboard DIR/index.html.
+
+Each submission runs in the sandbox (docs/sandbox.md); where bubblewrap cannot run, the batch
+refuses to run submissions unless given --no-sandbox (then they run with the worker's rights).
 
 Exit status: 0 every submission got a verdict (whatever the verdicts); 1 with --fail-on-fail, some
 submission did not pass; 2 a job was lost, or the batch could not run (usage, cluster, versions).
@@ -32,11 +35,14 @@ from .records import (
     write_batch,
     write_dashboard,
 )
-from .submissions import resolve_all
+from .submissions import SUBMISSIONS, resolve_all
 
 MUTANT_MODES = ("none", "declared", "generated")
 # Options of the suite's that the batch sets itself, per submission.
 OWN_OPTIONS = ("--impl", "--report", "--pass-table", "--html", "--conformance-html", "--mutant")
+# Options that would run a submission in the harness's own process, whose result counts (§11.1):
+# never in a batch.
+IN_PROCESS_OPTIONS = ("--in-process", "--pdb", "--trace", "--no-sandbox")
 
 
 def _seconds(text: str) -> float:
@@ -117,6 +123,12 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="record the tolerance margins of §10 (each job renders a page it discards)",
     )
+    p.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run the submissions without the sandbox (bubblewrap, docs/sandbox.md), with the workers' rights: "
+        "only for code you trust; without it, a batch refuses to run where the sandbox cannot",
+    )
     p.add_argument("--no-dashboard", action="store_true", help="the embedded cluster without Dask's dashboard")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     suite = p.add_argument_group("suite options, passed to every run")
@@ -145,6 +157,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     for arg in rest:
         if arg in OWN_OPTIONS or arg.startswith(tuple(o + "=" for o in OWN_OPTIONS)):
             p.error(f"{arg}: the batch sets it for each submission; give submissions as arguments")
+        if arg in IN_PROCESS_OPTIONS:
+            p.error(
+                f"{arg}: a batch never runs a submission in the harness's process or outside the sandbox "
+                "(give --no-sandbox before `--` for a class you trust)"
+            )
     args.suite_args = suite_args + rest
     if args.workers is not None and args.workers < 1:
         p.error(f"--workers: expected an integer >= 1, got {args.workers}")
@@ -227,6 +244,20 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"error: --out {out}: {exc.strerror or exc}", file=sys.stderr)
         return 2
+    from elmo_conformance import sandbox
+    from elmo_conformance.resources import suite_digest
+
+    embedded = args.scheduler is None and args.scheduler_file is None
+    if not args.no_sandbox and embedded and sandbox.unavailable():
+        print(
+            f"error: the sandbox cannot run here: {sandbox.unavailable()}. A batch runs submissions only in the "
+            "sandbox (docs/sandbox.md); install bubblewrap, or give --no-sandbox to run them with your rights",
+            file=sys.stderr,
+        )
+        return 2
+    if args.no_sandbox:
+        print("batch: --no-sandbox: the submissions run with the workers' rights", file=sys.stderr)
+    digest = suite_digest()
     submissions = resolve_all(args.submissions)
     records = {s.name: new_record(s) for s in submissions}
     options = {
@@ -237,6 +268,8 @@ def main(argv: list[str] | None = None) -> int:
         "max_mutants": args.max_mutants,
         "mutant_workers": args.mutant_workers,
         "fail_on_fail": args.fail_on_fail,
+        "sandbox": not args.no_sandbox,
+        "suite_digest": digest,
     }
     first = [
         (
@@ -250,6 +283,8 @@ def main(argv: list[str] | None = None) -> int:
                 args.job_timeout,
                 margins=args.margins,
                 version=__version__,
+                sandboxed=not args.no_sandbox,
+                suite_digest=digest,
             ),
             s,
         )
@@ -282,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
             mutants=mutants,
             version=__version__,
             pool=args.mutant_workers,
+            sandboxed=not args.no_sandbox,
+            suite_digest=digest,
         )
         return job, submission
 
@@ -318,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
             for outcome in cluster.run(first, then, progress.event):
                 submission = outcome.tag
                 record = records[submission.name]
-                directory = out / submission.name
+                directory = out / SUBMISSIONS / submission.name
                 if outcome.job.kind == "suite":
                     judge_suite(record, outcome, directory, out)
                     ok = record["verdict"] == PASS

@@ -15,8 +15,17 @@ when a worker process dies its child processes keep running. So:
 - every process of the job carries ``JOB_ENV`` = the job's id in its environment, and a *guard*
   process, started first, holds the read end of a pipe whose write end only the worker process has.
   When the job ends, or the worker process dies (the kernel closes the pipe then), the guard kills
-  every process that carries the id, including any that left its session. No process of a job
-  outlives it.
+  every process that carries the id, including any that left its session, and removes the job's
+  scratch folder (the submission's files). No process of a job outlives it.
+
+The submission's code runs in the sandbox (elmo_conformance/sandbox.py, docs/sandbox.md): its
+build command and its mutation run each in one, the job's folder its only writable one; its
+adapter behind the protocol server or its program, started by the suite, in one of its own. In the
+sandbox's PID namespace every process of it ends with it, and it has no network: no route to the
+scheduler or the workers. A job refuses to run without the sandbox unless the batch was given
+--no-sandbox. The suite's installed files are hashed before and after each job
+(``resources.suite_digest``): a job that finds them other than the client's, or leaves them
+changed, has no verdict.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -34,13 +44,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from elmo_conformance import sandbox
+from elmo_conformance.resources import suite_digest
+
 JOB_ENV = "ELMO_CONFORMANCE_BATCH_JOB"
 OUTPUT_TAIL = 20_000  # characters of a job's output shipped back
 
 # The guard: waits for its stdin to close (the job ended, or the worker process died), then kills
-# every process whose environment carries JOB_ENV=<id>, until none is left.
+# every process whose environment carries JOB_ENV=<id>, until none is left, and removes the job's
+# scratch folder.
 GUARD = r"""
-import os, signal, sys, time
+import os, shutil, signal, sys, time
 marker = ("%s=%s" % (sys.argv[1], sys.argv[2])).encode()
 sys.stdin.buffer.read()
 def marked():
@@ -65,6 +79,8 @@ for _ in range(200):
         except OSError:
             pass
     time.sleep(0.05)
+if len(sys.argv) > 3:
+    shutil.rmtree(sys.argv[3], ignore_errors=True)
 """
 
 
@@ -85,6 +101,18 @@ class Job:
     version: str = ""  # the client's suite version: a worker with another refuses the job
     pool: int = 1  # a mutation job: the mutation runner's own worker processes (--workers)
     job_id: str = ""  # this try's id (JOB_ENV), set by the executor for each try
+    sandboxed: bool = True  # False: --no-sandbox, the submission runs with the worker's rights
+    suite_digest: str = ""  # the client's suite_digest(): a worker whose suite differs refuses the job
+
+
+def read_tail(handle: Any, limit: int = OUTPUT_TAIL * 4) -> str:
+    """The last `limit` bytes of an open binary file, decoded: a job's output is read with a cap
+    (a submission that writes a gigabyte costs the worker no gigabyte of memory)."""
+    handle.seek(0, os.SEEK_END)
+    size = handle.tell()
+    handle.seek(max(0, size - limit))
+    text = handle.read().decode("utf-8", errors="replace")
+    return text if size <= limit else f"[... {size - limit} bytes cut]\n" + text
 
 
 def _tail(text: str | None, limit: int = OUTPUT_TAIL) -> str:
@@ -96,10 +124,10 @@ def _tail(text: str | None, limit: int = OUTPUT_TAIL) -> str:
 class Guard:
     """The guard process of one job (see the module's docstring)."""
 
-    def __init__(self, job_id: str) -> None:
+    def __init__(self, job_id: str, scratch: Path | None = None) -> None:
         env = {k: v for k, v in os.environ.items() if k != JOB_ENV}
         self.process = subprocess.Popen(
-            [sys.executable, "-c", GUARD, JOB_ENV, job_id],
+            [sys.executable, "-c", GUARD, JOB_ENV, job_id, *([str(scratch)] if scratch else [])],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -120,12 +148,20 @@ class Guard:
 
 
 def run_group(
-    command: list[str], *, cwd: Path, env: dict[str, str], deadline_s: float
+    command: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    deadline_s: float,
+    box: sandbox.Sandbox | None = None,
 ) -> tuple[int | None, str, float]:
-    """Run `command` in a session of its own, its output captured; its whole process group is
-    killed at the deadline. Returns (exit status or None when it ran past the deadline, output,
-    seconds)."""
+    """Run `command` in a session of its own (in the sandbox `box`, unless None or --no-sandbox),
+    its output captured (its tail read back); its whole process group is killed at the deadline.
+    Returns (exit status or None when it ran past the deadline, output, seconds)."""
     started = time.monotonic()
+    if box is not None and sandbox.active(env):
+        command = box.command(command, cwd=cwd, env=env)
+        env = box.environment(env)
     with tempfile.TemporaryFile() as output:
         process = subprocess.Popen(
             command,
@@ -145,8 +181,7 @@ def run_group(
                 os.killpg(process.pid, signal.SIGKILL)
             process.kill()
             process.wait()
-        output.seek(0)
-        text = output.read().decode("utf-8", errors="replace")
+        text = read_tail(output)
     return code, text, time.monotonic() - started
 
 
@@ -175,35 +210,62 @@ def run_job(job: Job) -> dict[str, Any]:
             f"install elmo-conformance=={job.version} on every worker and the scheduler",
         )
         return result
-    guard = Guard(job_id)
+    if job.sandboxed and sandbox.unavailable():
+        result.update(
+            stage="sandbox",
+            problem=f"the sandbox cannot run on this worker ({sandbox.unavailable()}); the batch runs submissions "
+            "only in it, unless given --no-sandbox",
+        )
+        return result
+    before = suite_digest()
+    if job.suite_digest and before != job.suite_digest:
+        result.update(
+            stage="suite-files",
+            problem=f"the suite's installed files on this worker ({before[:12]}) are not the client's "
+            f"({job.suite_digest[:12]}): changed since it was installed? reinstall it",
+        )
+        return result
+    tmp = Path(tempfile.mkdtemp(prefix="elmo-batch-"))
+    guard = Guard(job_id, tmp)
     try:
-        with tempfile.TemporaryDirectory(prefix="elmo-batch-") as tmp:
-            work = Path(tmp) / "submission"
-            work.mkdir()
-            if job.files is not None:
-                from .submissions import unpack
+        work = tmp / "submission"
+        work.mkdir()
+        if job.files is not None:
+            from .submissions import unpack
 
-                unpack(job.files, work)
-            env = dict(os.environ)
-            env[JOB_ENV] = job_id
-            env.pop("PYTEST_CURRENT_TEST", None)
+            unpack(job.files, work)
+        env = dict(os.environ)
+        env[JOB_ENV] = job_id
+        env.pop("PYTEST_CURRENT_TEST", None)
+        if not job.sandboxed:
+            env[sandbox.OFF_ENV] = "1"
 
-            def left() -> float:
-                return job.deadline_s - (time.monotonic() - started)
+        def left() -> float:
+            return job.deadline_s - (time.monotonic() - started)
 
-            if job.build:
-                code, text, seconds = run_group(["/bin/sh", "-c", job.build], cwd=work, env=env, deadline_s=left())
-                result.update(build={"exit_status": code, "output": _tail(text), "duration_s": round(seconds, 3)})
-                if code != 0:
-                    result.update(stage="build", timed_out=code is None, duration_s=time.monotonic() - started)
-                    return result
+        if job.build:
+            box = sandbox.Sandbox(writable=(str(work),), keep=(JOB_ENV,))
+            code, text, seconds = run_group(["/bin/sh", "-c", job.build], cwd=work, env=env, deadline_s=left(), box=box)
+            result.update(build={"exit_status": code, "output": _tail(text), "duration_s": round(seconds, 3)})
+            if code != 0:
+                result.update(stage="build", timed_out=code is None)
+        if result.get("stage") != "build":
             if job.kind == "suite":
-                result.update(_suite(job, work, Path(tmp), env, left()))
+                result.update(_suite(job, work, tmp, env, left()))
             else:
-                result.update(_mutants(job, work, Path(tmp), env, left()))
+                result.update(_mutants(job, work, tmp, env, left()))
             result["stage"] = job.kind
     finally:
         guard.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    after = suite_digest()
+    result["suite_digest"] = {"before": before, "after": after}
+    if after != before:
+        result.update(
+            stage="suite-files",
+            problem=f"the suite's installed files changed during the job ({before[:12]} -> {after[:12]}): "
+            "its verdict is refused, and so is every later job on this worker until the suite is reinstalled",
+        )
     result["duration_s"] = round(time.monotonic() - started, 3)
     return result
 
@@ -264,7 +326,14 @@ def _mutants(job: Job, work: Path, tmp: Path, env: dict[str, str], deadline_s: f
         command += ["--list"] if job.kind == "generated-list" else []
     for mutant in job.mutants:
         command += ["--mutant", mutant]
-    code, text, seconds = run_group(command, cwd=work, env=child_environment(env), deadline_s=deadline_s)
+    # The mutation run holds the submission in its own processes (mutants switched in memory): the
+    # whole run is one sandbox, the job's folder writable; inside it, no sandbox of its own.
+    run_env = child_environment(env)
+    if sandbox.active(env):
+        box = sandbox.Sandbox(writable=(str(tmp),), keep=(JOB_ENV,))
+        command = box.command(command, cwd=work, env=run_env)
+        run_env = box.environment(run_env, {sandbox.OFF_ENV: "1"})
+    code, text, seconds = run_group(command, cwd=work, env=run_env, deadline_s=deadline_s)
     if job.kind == "generated-list":  # "ID  label" lines: the shards' mutant ids
         ids = [line.split()[0] for line in text.splitlines() if line.strip() and not line.startswith(("error", " "))]
         return {"exit_status": code, "timed_out": code is None, "mutant_ids": ids, "output": _tail(text)}

@@ -1,5 +1,6 @@
 """The verdict of each submission, from its jobs' results, and what the batch writes: each
-submission's reports under DIR/NAME/, DIR/batch.json and the class dashboard DIR/index.html.
+submission's reports under DIR/submissions/NAME/, DIR/batch.json and the class dashboard
+DIR/index.html, every file written atomically (a new file renamed over the old one).
 
 Verdicts (every one but "pass" is a red row):
 
@@ -14,7 +15,9 @@ Verdicts (every one but "pass" is a red row):
   incomplete) or exited with another status;
 - ``killed its worker``: the worker process running it died, and died again on the retry elsewhere;
 - ``lost``: no verdict: the job's result never came back (the cluster went away, another suite
-  version on a worker, a job that raised). A lost job makes the batch's exit status non-zero.
+  version on a worker, a job that raised), the worker has no sandbox, or the suite's installed
+  files were not the client's or changed during the job. A lost job makes the batch's exit status
+  non-zero.
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from .submissions import Submission
+from elmo_conformance.conformance.report.document import write_text
+
+from .submissions import BATCH_FILE, DASHBOARD_FILE, Submission
 
 PASS, FAIL, NO_TESTS, NOT_LOADED, HUNG, CRASHED, KILLED_WORKER, LOST = (
     "pass",
@@ -122,12 +127,13 @@ def judge_suite(record: dict[str, Any], outcome: Any, directory: Path, out: Path
     output = result.get("output") or ""
     build = result.get("build")
     if build and build.get("output"):
-        (directory / "build.txt").write_text(build["output"], encoding="utf-8")
+        write_text(directory / "build.txt", build["output"])
         record["reports"]["build"] = (directory / "build.txt").relative_to(out).as_posix()
     if output:
-        (directory / "output.txt").write_text(output, encoding="utf-8")
+        write_text(directory / "output.txt", output)
         record["reports"]["output"] = (directory / "output.txt").relative_to(out).as_posix()
-    if result.get("stage") == "version":
+    if result.get("stage") in ("version", "sandbox", "suite-files"):
+        # Another suite on the worker, no sandbox there, or the suite's files changed: no verdict.
         record.update(verdict=LOST, reason=result.get("problem"))
         return
     if result.get("stage") == "build":
@@ -234,7 +240,7 @@ def mutation_summary(mode: str, outcomes: list[Any], directory: Path, out: Path)
     if merged is not None:
         directory.mkdir(parents=True, exist_ok=True)
         path = directory / "mutation-report.json"
-        path.write_text(json.dumps(merged, indent=1) + "\n", encoding="utf-8")
+        write_text(path, json.dumps(merged, indent=1) + "\n")
         counts = Counter(
             str(m.get("status")) for entry in (merged.get("files") or {}).values() for m in entry.get("mutants", [])
         )
@@ -275,9 +281,7 @@ def write_batch(out: Path, records: list[dict[str, Any]], executor: dict[str, An
         "summary": summary_counts(records),
         "submissions": records,
     }
-    path = out / "batch.json"
-    path.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    return path
+    return write_text(out / BATCH_FILE, json.dumps(data, indent=1) + "\n")
 
 
 def chapters(records: list[dict[str, Any]]) -> list[str]:
@@ -333,4 +337,4 @@ def write_dashboard(
         spec_version=spec_version(),
         created=datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     )
-    return render.write(html, out / "index.html")
+    return render.write(html, out / DASHBOARD_FILE)

@@ -27,6 +27,9 @@ from pathlib import Path
 from typing import Any
 
 MANIFEST = "elmo-submission.json"
+# The batch's own files under --out; each submission's go under SUBMISSIONS/NAME/, so that no
+# submission's name can be one of them.
+BATCH_FILE, DASHBOARD_FILE, SUBMISSIONS = "batch.json", "index.html", "submissions"
 ADAPTER_FILE = "adapter.py"
 SCHEMA = "submission.schema.json"
 # What is not shipped from a submission's folder: version control, caches, environments.
@@ -43,6 +46,7 @@ class Submission:
     name: str
     given: str
     kind: str  # folder, file, name (a built-in, installed or module adapter), command
+    claimed: bool = False  # the name comes from the submission's own manifest, not from its path
     impl: str | None = None
     files: bytes | None = None
     build: str | None = None
@@ -134,6 +138,7 @@ def _folder(path: Path, given: str) -> Submission:
         found = manifest_problems(data)
         if found:
             return Submission(name, given, "folder", problem=f"{MANIFEST} (spec/schemas/{SCHEMA}): " + "; ".join(found))
+        claimed = "name" in data
         name = data.get("name", name)
         impl, build, description = data["impl"], data.get("build"), data.get("description")
         if impl.endswith(".py") and not impl.startswith("cmd:") and not build:  # a build may make it
@@ -144,6 +149,7 @@ def _folder(path: Path, given: str) -> Submission:
                 )
     elif (path / ADAPTER_FILE).is_file():
         impl = ADAPTER_FILE
+        claimed = False
     else:
         return Submission(
             name,
@@ -154,8 +160,8 @@ def _folder(path: Path, given: str) -> Submission:
     try:
         files = pack(path)
     except (OSError, ValueError) as exc:
-        return Submission(name, given, "folder", impl=impl, problem=f"its files cannot be shipped: {exc}")
-    return Submission(name, given, "folder", impl, files, build, description)
+        return Submission(name, given, "folder", claimed, impl=impl, problem=f"its files cannot be shipped: {exc}")
+    return Submission(name, given, "folder", claimed, impl, files, build, description)
 
 
 def resolve(given: str) -> Submission:
@@ -176,14 +182,15 @@ def resolve(given: str) -> Submission:
 
 
 def resolve_all(given: list[str]) -> list[Submission]:
-    """Every argument's submission, with names made unique (a second 'mine' is 'mine-2')."""
+    """Every argument's submission, with names made unique, compared without case (a second
+    'mine' is 'mine-2'). A name a submission's manifest claims never takes a name from another
+    submission's path: the names from paths are given first, whatever the order of the arguments."""
     submissions = [resolve(arg) for arg in given]
-    seen: dict[str, int] = {}
-    for submission in submissions:
-        base = submission.name
-        count = seen.get(base.lower(), 0) + 1
-        seen[base.lower()] = count
-        if count > 1:
+    taken: set[str] = set()
+    for submission in sorted(submissions, key=lambda s: s.claimed):  # stable: in order within each
+        base, count = submission.name, 1
+        while submission.name.lower() in taken:
+            count += 1
             submission.name = f"{base}-{count}"
-            seen[submission.name.lower()] = 1
+        taken.add(submission.name.lower())
     return submissions

@@ -1,4 +1,7 @@
-"""Kills the worker process that runs its batch job: the parent of the pytest process that loads it."""
+"""Tries to kill the worker process that runs its batch job (the parent of the pytest process that
+loads it): the sandbox stops it, its /proc holds its own PID namespace only. The test kills the
+worker from outside (tests/test_batch.py, WorkerKiller: this folder's KILL-MY-WORKER), as the
+kernel's OOM killer would."""
 
 import os
 import signal
