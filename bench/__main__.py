@@ -26,7 +26,7 @@ from .peak import matmul_peak
 from .report import table
 from .threads import limit_threads, thread_report
 
-PARTS = ("suite", "bilm", "probe", "scaling", "wire", "batch", "mutate")
+PARTS = ("suite", "sandbox", "bilm", "probe", "scaling", "wire", "batch", "mutate")
 DTYPES = ("float64", "float32")
 LOSS_RTOL = {"float64": 1e-9, "float32": 1e-4}  # the same loss up to each dtype's rounding
 
@@ -132,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
         else:
             log(f"the mutation matrix of {', '.join(impls)}")
             result["suite"]["mutants"] = mutants.per_adapter(impls, args.suite_timeout)
+    if "sandbox" in args.parts:
+        log(f"numpy's suite in the sandbox and with --no-sandbox ({isolation_rounds} rounds)")
+        extra = ["-k", "test_hand_example_scalar_mix"] if args.smoke else []
+        result["sandbox"] = suite.sandbox("numpy", isolation_rounds, extra, args.suite_timeout)
     if "bilm" in args.parts:
         log(f"biLM loss+grad against {bilm.BASELINE}")
         result["bilm"] = [

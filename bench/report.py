@@ -47,6 +47,22 @@ def table(result: dict) -> str:
                     f"| {impl} | {_s(median['in_process'])} | {_s(median['child_process'])} | "
                     f"{_x(run['ratio_median'])} | {_x(run['ratio_min'])} |"
                 )
+    boxed = result.get("sandbox")
+    if boxed:
+        lines += [
+            "",
+            "| Sandbox (numpy's suite) | --no-sandbox | sandbox (default) | ratio of medians | ratio of minimums |",
+        ]
+        lines.append("|---|---|---|---|---|")
+        if "error" in boxed:
+            lines.append(f"| pytest time | - | - | - | {boxed['error']} |")
+        else:
+            median = boxed["median_s"]
+            lines.append(
+                f"| pytest time | {_s(median['no_sandbox'])} | {_s(median['sandbox'])} | "
+                f"{_x(boxed['ratio_median'])} | {_x(boxed['ratio_min'])} |"
+            )
+            lines.append(f"| CPU time, ratio of medians | | | {_x(boxed['cpu_ratio_median'])} | |")
     for part in result.get("bilm", []):
         size = ", ".join(f"{k}={v}" for k, v in part["size"].items())
         lines += ["", f"biLM loss+grad, {part['dtype']}, {size}", *_race(part)]

@@ -117,6 +117,40 @@ def isolation(
     return result
 
 
+def sandbox(impl: str, rounds: int, extra: list[str], timeout: float) -> dict:
+    """The sandbox's cost (elmo_conformance/sandbox.py, issue 29's target: at most 5 %): `impl`'s
+    suite with its adapter process in the sandbox (the default) and with --no-sandbox, `rounds`
+    runs of each, alternating (the order flips every round); the medians of the pytest time and of
+    the CPU time (the adapter's process included), and their ratios."""
+    from elmo_conformance import sandbox as box
+
+    if box.unavailable():
+        return {"error": f"no sandbox here: {box.unavailable()}"}
+    modes = {"no_sandbox": ["--no-sandbox"], "sandbox": []}
+    runs: dict[str, list[dict]] = {mode: [] for mode in modes}
+    for round_ in range(rounds):
+        for mode in list(modes) if round_ % 2 == 0 else list(reversed(modes)):
+            runs[mode].append(run_pytest(["--impl", impl, *modes[mode], *extra], timeout))
+    errors = [run["error"] for mode in runs.values() for run in mode if "error" in run]
+    if errors:
+        return {"error": errors[0]}
+    times = {mode: [run["pytest_s"] for run in mode_runs] for mode, mode_runs in runs.items()}
+    cpu = {mode: [run["cpu_s"] for run in mode_runs] for mode, mode_runs in runs.items()}
+    wall = {mode: [run["wall_s"] for run in mode_runs] for mode, mode_runs in runs.items()}
+    median = {mode: statistics.median(t) for mode, t in times.items()}
+    return {
+        "impl": impl,
+        "pytest_s": times,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "median_s": median,
+        "ratio_median": median["sandbox"] / median["no_sandbox"],
+        "ratio_min": min(times["sandbox"]) / min(times["no_sandbox"]),
+        "wall_ratio_median": statistics.median(wall["sandbox"]) / statistics.median(wall["no_sandbox"]),
+        "cpu_ratio_median": statistics.median(cpu["sandbox"]) / statistics.median(cpu["no_sandbox"]),
+    }
+
+
 def _per_call(impl: str) -> dict:
     from . import wire
 
@@ -155,8 +189,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=1800.0)
     parser.add_argument("--per-call", action="store_true", help="also time one call each way (bench/wire.py)")
+    parser.add_argument("--sandbox", action="store_true", help="the sandbox on and off instead (issue 29)")
     args = parser.parse_args(argv)
     impls = args.impl or ["numpy"]
+    if args.sandbox:
+        print(json.dumps({impl: sandbox(impl, args.rounds, [], args.timeout) for impl in impls}, indent=1))
+        return 0
     roots = {"before": args.before.resolve(), "after": ROOT} if args.before else None
     result: dict = {"isolation": isolation(impls, args.rounds, [], args.timeout, roots)}
     if args.per_call and roots:
