@@ -36,6 +36,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -156,8 +157,8 @@ class Sandbox:
     """How one process runs sandboxed: what it may write and read beyond the read-only system, its
     limits, and whether it has a network (never by default).
 
-    `writable`: its working copy (the working folder when empty); `readable`: paths under the
-    hidden folders it needs (its program, its data, a scratch copy under the temporary folder);
+    `writable`: its working copy (the working folder when empty; a folder in the temporary folder
+    that its command line names is writable too); `readable`: paths under the hidden folders it needs (its program, its data, a scratch copy under the temporary folder);
     `keep`: names of variables it gets from the environment it is given, beyond ``KEPT``."""
 
     writable: tuple[str, ...] = ()
@@ -181,13 +182,20 @@ class Sandbox:
     ) -> list[str]:
         """The bwrap command line that runs `argv` in this sandbox, in `cwd` (default: this
         process's working folder), which is writable unless `writable` names other folders; the
-        folders on the PYTHONPATH of `env` (the environment it will get) are readable."""
+        folders of the files `argv` names are readable, writable when they lie in the temporary
+        folder (a scratch copy made for it); those on the PYTHONPATH of `env` (the environment it
+        will get) are readable."""
         cwd = os.path.abspath(cwd or os.getcwd())
         own = cwd not in ("/", *HIDDEN)  # never the whole system, nor the whole of a hidden folder
         writable = [os.path.abspath(p) for p in self.writable] or ([cwd] if own else [])
+        named = _path_words(argv, cwd)
+        # A folder the harness made for it in the temporary folder (a mutant's scratch copy, a
+        # job's unpacked submission), named on its command line, is its working copy too.
+        scratch = os.path.realpath(tempfile.gettempdir())
+        writable += [p for p in named if _inside(p, scratch) and p != scratch and p not in HIDDEN]
         suite = _suite_paths()
         imports = [p for p in (env or {}).get("PYTHONPATH", "").split(os.pathsep) if p]
-        readable = [*_python_paths(), *imports, *suite, *self.readable, *_path_words(argv, cwd), cwd]
+        readable = [*_python_paths(), *imports, *suite, *self.readable, *named, cwd]
         args = [bwrap() or BWRAP, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         for hidden in HIDDEN:
             if os.path.isdir(hidden) and not os.path.islink(hidden):
@@ -343,7 +351,8 @@ def _suite_paths() -> tuple[str, ...]:
 
 def _path_words(argv: Sequence[str], cwd: str) -> list[str]:
     """The folders of the words of `argv` that name existing files or folders (a program, its
-    script, its data): read-only in the sandbox when they lie under a hidden folder."""
+    script, its data) or files to be made in an existing folder (an output): bound into the
+    sandbox when they lie under a hidden folder."""
     found = []
     for word in argv:
         if "/" not in word and not word.startswith("."):
@@ -351,7 +360,7 @@ def _path_words(argv: Sequence[str], cwd: str) -> list[str]:
         path = os.path.abspath(os.path.join(cwd, word))
         if os.path.isdir(path):
             found.append(path)
-        elif os.path.exists(path):
+        elif os.path.exists(path) or os.path.isdir(os.path.dirname(path)):
             found.append(os.path.dirname(path))
     return found
 

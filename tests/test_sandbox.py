@@ -265,3 +265,18 @@ def test_a_forged_pass_fails(tmp_path: Path) -> None:
     )
     assert result.exit_status == 1, result.describe()
     assert result.counts == {"failed": 1}, result.describe()
+
+
+@needs_bwrap
+def test_a_scratch_folder_its_command_names_is_writable_and_nothing_else_of_tmp(tmp_path: Path) -> None:
+    """A mutant's scratch copy, or an output the harness asks for, made in the temporary folder
+    and named on the command line, is the process's working copy; a sibling folder stays hidden."""
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    (tmp_path / "sibling").mkdir()
+    code = "import os, sys; open(sys.argv[1], 'w').write('ok'); print(os.path.exists(os.path.normpath(sys.argv[1] + '/../../sibling')))"
+    argv = [sys.executable, "-c", code, str(scratch / "out.txt")]
+    env = sandbox.environment(child_environment())
+    done = subprocess.run(sandbox.Sandbox().command(argv, cwd=ROOT, env=env), env=env, capture_output=True, text=True)
+    assert done.stdout == "False\n", done.stdout + done.stderr
+    assert (scratch / "out.txt").read_text() == "ok"

@@ -93,7 +93,11 @@ def main(argv: list[str] | None = None) -> int:
         program = build(sanitize=True)
         log = work / "elmo-c.stderr"
         impl = "cmd:" + shlex.join(logged(program, log))
-        done = run_args(["--impl", impl, "-p", "no:cacheprovider", *pytest_args], env=sanitizer_environment())
+        # The project's own program, not code under test from elsewhere: outside the sandbox, whose
+        # memory limit AddressSanitizer's shadow memory exceeds and whose read-only temporary
+        # folder would keep the log from being written (docs/sandbox.md).
+        command = ["--impl", impl, "--no-sandbox", "-p", "no:cacheprovider", *pytest_args]
+        done = run_args(command, env=sanitizer_environment())
         found = reports(log)
         if found:
             print(f"\n==== elmo-c's standard error ====\n{log.read_text(errors='replace')[-20000:]}", file=sys.stderr)
