@@ -122,9 +122,14 @@ def child_environment(env: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+# What suite_digest leaves out: bytecode caches, and the C adapter's build cache in a checkout
+# (adapters/c/build/, written by any run of `--impl c`; installed, it is under ~/.cache).
+DIGEST_SKIPPED = frozenset({"__pycache__", "build"})
+
+
 def suite_digest() -> str:
     """The SHA-256 of the suite's installed files (every file of its package folders, by its
-    repository-relative name and content; bytecode caches left out): the same for every
+    repository-relative name and content; DIGEST_SKIPPED left out): the same for every
     install of one version, checkout or wheel, and different once a file is changed, added or
     removed. A batch compares it before and after each job (elmo_conformance/batch/jobs.py)."""
     import hashlib
@@ -135,7 +140,7 @@ def suite_digest() -> str:
         name = top or NAMESPACE
         for path in sorted(base.rglob("*")):
             relative = path.relative_to(base)
-            if "__pycache__" in relative.parts or path.suffix == ".pyc" or not path.is_file():
+            if DIGEST_SKIPPED & set(relative.parts) or path.suffix == ".pyc" or not path.is_file():
                 continue
             if not top and relative.parts[0] in SUBPACKAGES:
                 continue  # an installed wheel's subpackages, hashed under their own names
