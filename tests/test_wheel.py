@@ -13,6 +13,7 @@ and none from the checkout. About two minutes; `-m "not wheel"` leaves it out.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import os
@@ -394,3 +395,157 @@ def test_an_editable_install_of_the_checkout_registers_the_plugin_once(installed
     seen = json.loads(out.read_text())
     assert seen["names"] == [PLUGIN] and seen["hookimpls"] == 1
     assert _inside(seen["modules"]["elmo_conformance.conformance.plugin"], ROOT), "the checkout's code runs"
+
+
+# --- mutate from a real install of the `mutate` extra -------------------------------------------
+
+
+@dataclass
+class WithMutate:
+    python: Path
+    command: Path
+    env: dict[str, str]
+
+    def mutate(self, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [str(self.command), "mutate", *args], cwd=cwd, env=self.env, capture_output=True, text=True, timeout=900
+        )
+
+
+@pytest.fixture(scope="module")
+def with_mutate(installed: Installed, tmp_path_factory: pytest.TempPathFactory) -> WithMutate:
+    """The wheel installed with its `mutate` extra into a fresh virtual environment, as a user
+    installs it (pip, the project's constraints, nothing borrowed from this environment): the
+    extra's dependencies bring the `typing` backport into site-packages beside the suite."""
+    venv = tmp_path_factory.mktemp("mutate-extra") / "venv"
+    _check(subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], capture_output=True, text=True))
+    python = venv / "bin" / "python"
+    install = _pip(python, "install", "-c", str(ROOT / "constraints.txt"), f"{installed.wheel}[mutate]")
+    _check(subprocess.run(install, env=installed.env, capture_output=True, text=True, timeout=900))
+    return WithMutate(python, venv / "bin" / "elmo-conformance", installed.env)
+
+
+def _tree(folder: Path, leave_out: str) -> dict[str, str]:
+    return {
+        p.relative_to(folder).as_posix(): (hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "folder")
+        for p in sorted(folder.rglob("*"))
+        if p.relative_to(folder).parts[0] != leave_out
+    }
+
+
+def _judged(report: dict) -> dict[tuple[str, str], dict]:
+    return {
+        (file, m["description"].split("  ", 1)[1]): m
+        for file, entry in report["files"].items()
+        for m in entry["mutants"]
+    }
+
+
+def _mutants_left(venv: Path) -> list[str]:
+    """Processes of this environment's Python (the harness, its workers, served mutants, built
+    programs) still running."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if str(venv) in command:
+            found.append(f"{pid}: {command}")
+    return found
+
+
+def _check_verdicts(done: subprocess.CompletedProcess, report: dict, expected: dict[tuple[str, str], str]) -> None:
+    judged = _judged(report)
+    assert {key: m["status"] for key, m in judged.items()} == expected, done.stdout[-4000:] + done.stderr[-4000:]
+    tests = {t["id"] for entry in report["testFiles"].values() for t in entry["tests"]}
+    for m in judged.values():
+        if m["status"] == "Killed":
+            assert m["killedBy"] and set(m["killedBy"]) <= tests, m
+            assert m["testsCompleted"] >= 1, m
+
+
+def _choose(folder: Path, names: tuple[str, ...], wanted: dict[tuple[str, str], str]) -> list[str]:
+    from elmo_conformance.conformance.mutants.generate import generate
+
+    found = {
+        (name, m.label().split("  ", 1)[1]): m.id for name in names for m in generate(folder / name, relative=name)
+    }
+    return [arg for key in wanted for arg in ("--mutant", found[key])]
+
+
+def test_the_installed_mutate_judges_an_adapter_and_the_module_beside_it(
+    with_mutate: WithMutate, tmp_path: Path
+) -> None:
+    """(a) An outside implementation whose adapter imports a module beside it, both mutated, from
+    the wheel with the real `mutate` extra: every kill names a test, the survivor survives, and
+    the user's folder is unchanged apart from --out."""
+    from tests.test_mutate_trust import ADAPTER, HELPER
+
+    (tmp_path / "helper.py").write_text(HELPER.lstrip(), encoding="utf-8")
+    (tmp_path / "adapter.py").write_text(ADAPTER.lstrip(), encoding="utf-8")
+    before = _tree(tmp_path, "out")
+    expected = {
+        ("helper.py", "max -> min"): "Killed",
+        ("adapter.py", "+ -> -"): "Killed",
+        ("helper.py", "TOUCH -> not (TOUCH)"): "Survived",
+    }
+    chosen = _choose(tmp_path, ("helper.py", "adapter.py"), expected)
+    args = ["--impl", "adapter.py", "--source", "adapter.py", "--source", "helper.py", "--out", "out", "--no-html"]
+    done = with_mutate.mutate(*args, "-k", "hand_example or stable_for_large_s", *chosen, cwd=tmp_path)
+    report = json.loads((tmp_path / "out" / "mutation-report.json").read_text(encoding="utf-8"))
+    _check_verdicts(done, report, expected)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert _tree(tmp_path, "out") == before
+    assert not _mutants_left(with_mutate.python.parent.parent)
+
+
+def test_the_installed_mutate_judges_a_package_whose_mutant_writes_to_its_own_file(
+    with_mutate: WithMutate, tmp_path: Path
+) -> None:
+    """(b) A package of two modules (`--impl mixpkg.adapter:adapter --source mixpkg`), one of
+    whose mutants appends to its own `__file__` and writes in its working folder."""
+    from tests.test_mutate_trust import ADAPTER, HELPER
+
+    package = tmp_path / "mixpkg"
+    package.mkdir()
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "mixpkg"\nversion = "0.1"\n', encoding="utf-8")
+    (package / "__init__.py").write_text('"""ScalarMix in two modules."""\n', encoding="utf-8")
+    (package / "weights.py").write_text(HELPER.lstrip(), encoding="utf-8")
+    (package / "adapter.py").write_text(
+        ADAPTER.lstrip().replace("from helper import softmax", "from mixpkg.weights import softmax"), encoding="utf-8"
+    )
+    before = _tree(tmp_path, "out")
+    expected = {
+        ("mixpkg/weights.py", "TOUCH -> not (TOUCH)"): "Survived",
+        ("mixpkg/weights.py", "e / e.sum() -> None"): "Killed",
+        ("mixpkg/adapter.py", "+ -> -"): "Killed",
+    }
+    chosen = _choose(tmp_path, ("mixpkg/weights.py", "mixpkg/adapter.py"), expected)
+    args = ["--impl", "mixpkg.adapter:adapter", "--source", "mixpkg", "--out", "out", "--no-html"]
+    done = with_mutate.mutate(*args, "-k", "hand_example", *chosen, cwd=tmp_path)
+    report = json.loads((tmp_path / "out" / "mutation-report.json").read_text(encoding="utf-8"))
+    _check_verdicts(done, report, expected)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert _tree(tmp_path, "out") == before, "a mutant wrote into the user's package or folder"
+    assert not _mutants_left(with_mutate.python.parent.parent)
+
+
+def test_the_installed_mutate_builds_a_program_in_its_copy(with_mutate: WithMutate, tmp_path: Path) -> None:
+    """(c) A `cmd:` program made by --build: a mutant the build refuses is a CompileError, one
+    that builds is killed by a named test, and the user's folder never holds the program."""
+    from tests.test_mutate_trust import PROGRAM_BUILD
+
+    shutil.copy(ROOT / "tests" / "examples" / "outside_mix.py", tmp_path / "mix.py")
+    (tmp_path / "Makefile").write_text("# built by the --build command\n", encoding="utf-8")
+    before = _tree(tmp_path, "out")
+    expected = {("mix.py", "e / total -> None"): "Killed", ("mix.py", "max -> min"): "CompileError"}
+    chosen = _choose(tmp_path, ("mix.py",), expected)
+    build = "grep -q 's.max()' mix.py && " + PROGRAM_BUILD.format(python=with_mutate.python)
+    args = ["--impl", "cmd:./prog", "--source", "mix.py", "--build", build, "--out", "out", "--no-html"]
+    done = with_mutate.mutate(*args, "-k", "hand_example or stable_for_large_s", *chosen, cwd=tmp_path)
+    report = json.loads((tmp_path / "out" / "mutation-report.json").read_text(encoding="utf-8"))
+    _check_verdicts(done, report, expected)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert _tree(tmp_path, "out") == before
+    assert not _mutants_left(with_mutate.python.parent.parent)
