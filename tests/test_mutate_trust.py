@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from elmo_conformance import sandbox
 from elmo_conformance.conformance.mutants.generate import generate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -454,3 +455,26 @@ def test_a_survivors_rerun_runs_in_a_copy_and_says_what_killed(tmp_path: Path) -
     shown = mutate(script, "--impl", "mix.py", "--show", found[("mix.py", "e / total -> None")], cwd=tmp_path)
     assert shown.returncode == 0 and "-    return e / total\n+    return None\n" in shown.stdout, shown.stdout
     assert digest(tmp_path) == before
+
+
+@pytest.mark.skipif(sandbox.unavailable() is not None, reason="bubblewrap cannot run here")
+def test_a_build_runs_in_the_sandbox_and_writes_only_its_copy(tmp_path: Path) -> None:
+    """A --build that writes beside the project (an absolute path in the user's folder and one
+    in the user's home) writes nothing there: the build runs in the sandbox (docs/sandbox.md),
+    its copy the only folder it can write; with --no-sandbox the same build does write."""
+    user, found = program_project(tmp_path)
+    escape = tmp_path / "escaped"
+    build = f"(echo built > {escape}) 2>/dev/null; (echo built > {user}/escaped) 2>/dev/null; "
+    build += PROGRAM_BUILD.format(python=sys.executable)
+    before = digest(user)
+    args = [
+        "--impl", "cmd:./prog", "--source", "mix.py", "--build", build, "-k", JUDGING, "--no-html",
+        "--out", str(tmp_path / "out"), "--mutant", found[("mix.py", "e / total -> None")],
+    ]  # fmt: skip
+    done = mutate(launcher(tmp_path / "bin"), *args, cwd=user)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not escape.exists(), "the build wrote outside its copy"
+    assert digest(user) == before, "the build wrote into the user's project"
+    done = mutate(launcher(tmp_path / "bin"), *args, "--no-sandbox", "--no-cache", cwd=user)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert escape.read_text() == "built\n", "without the sandbox the build's write lands: the check above can fail"

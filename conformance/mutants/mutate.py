@@ -38,7 +38,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from elmo_conformance import __version__
+from elmo_conformance import __version__, sandbox
 from elmo_conformance.conformance.loading import BUILTINS, PROGRAMS
 
 from .__main__ import FACTOR, SECONDS, _cores
@@ -109,6 +109,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
         default=900.0,
         metavar="SECONDS",
         help="for the clean build (default 900); a mutant's build gets --timeout-min + --timeout-factor x the clean one",
+    )
+    parser.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run the builds and the mutants without the sandbox (bubblewrap, docs/sandbox.md), with your rights",
     )
     parser.add_argument("--out", type=Path, default=Path("reports/mutate"), help="report folder (default %(default)s)")
     parser.add_argument("-k", dest="select", metavar="EXPR", help="only the suite's tests pytest -k EXPR selects")
@@ -284,6 +289,7 @@ def verdict_options(args: argparse.Namespace) -> dict[str, object]:
         "timeout_min": args.timeout_min,
         "build_timeout": args.build_timeout,
         "root": str(args.root) if args.root else None,
+        "sandbox": sandbox.active(),
     }
 
 
@@ -795,6 +801,8 @@ def show(target: Target, mutants: list[Generated], mutant_id: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
+    if args.no_sandbox:  # the builds here and every suite run's served mutants (the plugin reads it)
+        os.environ[sandbox.OFF_ENV] = "1"
     try:
         require_extra()
         target, files = resolve(args)

@@ -56,6 +56,9 @@ PROJECT_FILES = (
     "pom.xml",
     ".git",
 )
+# A toolchain's homes a build reads (variable, folder under the home folder when it is not set):
+# the sandbox hides the home folders, so these are bound back read-only and named to the build.
+TOOLCHAIN_HOMES = (("RUSTUP_HOME", "rustup"), ("CARGO_HOME", "cargo"))
 # Never copied: hidden entries, bytecode and build outputs.
 SKIPPED_DIRS = {"__pycache__", "build", "dist", "target", "node_modules"}
 SKIPPED_SUFFIXES = (".pyc", ".pyo", ".o", ".obj", ".egg-info")
@@ -345,17 +348,17 @@ def build(target: Target, copy_root: Path, timeout: float) -> float:
     from elmo_conformance.conformance.process import MARKER_VARIABLE
 
     marker = f"build-{uuid.uuid4().hex}"
+    argv, env = build_command(target.build, copy_root, {MARKER_VARIABLE: marker})
     started = time.perf_counter()
     with tempfile.TemporaryFile() as output:
         process = subprocess.Popen(
-            target.build,
-            shell=True,
+            argv,
             cwd=copy_root,
             stdin=subprocess.DEVNULL,
             stdout=output,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env={**os.environ, MARKER_VARIABLE: marker},
+            env=env,
         )
         try:
             code: int | None = process.wait(timeout)
@@ -371,6 +374,26 @@ def build(target: Target, copy_root: Path, timeout: float) -> float:
     if code != 0:
         raise BuildFailed(f"the build command exited with code {code}: {target.build}\n{clip(text)}")
     return time.perf_counter() - started
+
+
+def build_command(command: str, copy_root: Path, extra: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The command line and environment of a build in `copy_root`: in the sandbox where it runs
+    (elmo_conformance/sandbox.py; docs/mutation.md), with the copy its only writable folder, the
+    folders of PATH and a Rust toolchain's homes readable, and a clean environment; otherwise
+    `sh -c COMMAND` with this process's environment."""
+    from elmo_conformance import sandbox
+
+    shell = ["/bin/sh", "-c", command]
+    if not sandbox.active():
+        return shell, {**os.environ, **extra}
+    sandbox.announce()
+    homes = {name: os.environ.get(name, os.path.expanduser(f"~/.{default}")) for name, default in TOOLCHAIN_HOMES}
+    homes = {name: path for name, path in homes.items() if os.path.isdir(path)}
+    on_path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(p) and os.path.isdir(p)]
+    readable = (*on_path, *(os.path.realpath(p) for p in on_path), *homes.values())
+    box = sandbox.Sandbox(writable=(str(copy_root),), readable=tuple(dict.fromkeys(readable)))
+    env = box.environment(os.environ, {**homes, **extra})
+    return box.command(shell, cwd=copy_root, env=env), env
 
 
 def end_tree(pid: int, marker: str) -> None:
