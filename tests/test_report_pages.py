@@ -238,6 +238,32 @@ def test_mutants_killed_per_implementation(tmp_path: Path) -> None:
         dashboard.load_mutation_report(tmp_path / "bad.json")
 
 
+def test_a_report_of_generated_mutants_is_matched_by_impl_and_summed(tmp_path: Path) -> None:
+    """A report of `mutate` (docs/mutation.md: ids without an adapter, config.impls its one
+    --impl) attaches to the run of that --impl; the total is detected over judged (Killed and
+    Timeout over those and Survived and NoCoverage: 2 of 3 here, RuntimeError and CompileError out
+    of it); only the mutant the suite let through gets a row."""
+    report = tmp_path / "r.json"
+    document.write(made_report("mine"), report)
+    statuses = {"a1": "Killed", "b2": "Timeout", "c3": "Survived", "d4": "RuntimeError", "e5": "CompileError"}
+    mutants = [
+        {"id": mid, "status": st, "description": f"mine.py:{n}:1  + -> -", "location": {}}
+        for n, (mid, st) in enumerate(statuses.items(), 1)
+    ]
+    generated = {"schemaVersion": "2", "files": {"mine.py": {"mutants": mutants}}, "config": {"impls": ["mine.py"]}}
+    path = tmp_path / "mutation-report.json"
+    path.write_text(json.dumps(generated), encoding="utf-8")
+    [mine] = dashboard.read([report], [path])
+    table = dashboard.mutant_table([mine])
+    assert table["totals"] == [{"text": "generated: 2/3 detected (66.7 %)", "complete": False}]
+    assert [row["id"] for row in table["rows"] if not row["catalog"]] == ["c3"]
+
+    generated["config"]["impls"] = ["mine.py", "other.py"]  # which implementation the ids are of is unknown
+    path.write_text(json.dumps(generated), encoding="utf-8")
+    with pytest.raises(ReportError, match=r"files/mine.py: a mutant without an '<adapter>:<mutant id>' id"):
+        dashboard.load_mutation_report(path)
+
+
 def test_the_command_writes_the_dashboard_and_refuses_a_bad_report(tmp_path: Path) -> None:
     good, bad = tmp_path / "good.json", tmp_path / "bad.json"
     document.write(made_report(), good)

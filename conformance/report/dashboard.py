@@ -20,6 +20,8 @@ from .document import ReportError, load, section_key, split_message, version
 from .runpage import DTYPES, fmt_margin, level, quantities_of
 
 DETECTED = ("Killed", "Timeout")
+# What the score of generated mutants counts against the detected (docs/mutation.md).
+LET_THROUGH = ("Survived", "NoCoverage")
 NOT_RUN = ("skip", "n/i")  # skipped, or not implemented: a component the adapter does not declare (§11)
 
 
@@ -172,16 +174,25 @@ def load_mutation_report(path: str | Path) -> dict[str, dict[str, dict[str, Any]
     if not isinstance(data, dict) or data.get("schemaVersion") != "2" or not isinstance(data.get("files"), dict):
         raise ReportError(f"{path}: not a mutation report (Stryker schemaVersion 2 with 'files', conformance/mutants)")
     catalog = {m["id"] for m in mutant_catalog()}
+    config = data.get("config") if isinstance(data.get("config"), dict) else {}
+    impls = config.get("impls") if isinstance(config.get("impls"), list) else []
     found: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for name, entry in data["files"].items():
         for mutant in entry.get("mutants", []) if isinstance(entry, dict) else []:
             adapter, sep, mutant_id = str(mutant.get("id", "")).rpartition(":")
-            if not sep or "status" not in mutant:
-                raise ReportError(f"{path}: files/{name}: a mutant without an '<adapter>:<mutant id>' id or a status")
+            generated = not sep and len(impls) == 1  # `mutate`'s report: ids of its one --impl's mutants
+            if generated:
+                adapter = str(impls[0])
+            if not (sep or generated) or not mutant_id or "status" not in mutant:
+                raise ReportError(
+                    f"{path}: files/{name}: a mutant without an '<adapter>:<mutant id>' id (or, in a report of "
+                    "`mutate`, config.impls naming its one implementation) or without a status"
+                )
             found[adapter][mutant_id] = {
                 "status": mutant["status"],
-                "description": mutant.get("description", ""),
+                "description": mutant.get("description", "") or f"{name}: {mutant.get('replacement', '')}",
                 "catalog": mutant_id in catalog,
+                "generated": generated,
             }
     for unlisted in (data.get("config") or {}).get("notListed", []):
         found[unlisted["adapter"]].setdefault(
@@ -197,7 +208,16 @@ def mutant_table(results: Sequence[Result]) -> dict[str, Any] | None:
         return None
     catalog = [m["id"] for m in mutant_catalog()]
     titles = {m["id"]: m.get("title", "") for m in mutant_catalog()}
-    extras = sorted({mid for r in results for mid in r.mutants if mid not in catalog})
+    # Generated mutants (`mutate`, §13.2): a row for each one the suite let through, none for the
+    # thousands it killed; the totals count them all.
+    extras = sorted(
+        {
+            mid
+            for r in results
+            for mid, m in r.mutants.items()
+            if mid not in catalog and not (m.get("generated") and m["status"] not in LET_THROUGH)
+        }
+    )
     rows = []
     for mid in [*catalog, *extras]:
         described = next(
@@ -216,19 +236,29 @@ def mutant_table(results: Sequence[Result]) -> dict[str, Any] | None:
             continue
         in_catalog = [m for mid, m in r.mutants.items() if mid in catalog]
         killed = sum(m["status"] in DETECTED for m in in_catalog)
-        extra = [m for mid, m in r.mutants.items() if mid not in catalog]
-        text = f"{killed}/{len(catalog)} catalog"
+        extra = [m for mid, m in r.mutants.items() if mid not in catalog and not m.get("generated")]
+        generated = [m for m in r.mutants.values() if m.get("generated")]
+        text = f"{killed}/{len(catalog)} catalog" if in_catalog or not generated else ""
         if extra:
             text += f", {sum(m['status'] in DETECTED for m in extra)}/{len(extra)} extra"
-        totals.append({"text": text, "complete": killed == len(catalog)})
+        complete = killed == len(catalog)
+        if generated:
+            judged = [m for m in generated if m["status"] in (*DETECTED, *LET_THROUGH)]
+            detected = sum(m["status"] in DETECTED for m in judged)
+            score = f"{100 * detected / len(judged):.1f} %" if judged else "no mutant judged"
+            text += (", " if text else "") + f"generated: {detected}/{len(judged)} detected ({score})"
+            complete = bool(judged) and detected == len(judged) and (killed == len(catalog) or not in_catalog)
+        totals.append({"text": text, "complete": complete})
     return {"rows": rows, "totals": totals}
 
 
 def attach_mutants(results: Sequence[Result], mutation: dict[str, dict[str, dict[str, Any]]]) -> None:
-    """Give each result the mutants of its adapter name (every result of that name)."""
+    """Give each result the mutants of its adapter name, or of its --impl (a report of `mutate`
+    names the implementation as its --impl was given): every result of that name."""
     for r in results:
-        if r.name in mutation:
-            r.mutants.update(mutation[r.name])
+        for key in dict.fromkeys((r.name, r.adapter.get("impl"))):
+            if key in mutation:
+                r.mutants.update(mutation[key])
 
 
 def read(report_paths: Sequence[str | Path], mutant_paths: Sequence[str | Path] = ()) -> list[Result]:
