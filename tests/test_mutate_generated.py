@@ -216,6 +216,25 @@ def test_generated_ids_survive_edits_elsewhere_and_comments_are_not_mutated(tmp_
     assert {m.line for m in generate(c)} == {3}
 
 
+def test_an_inserted_statement_is_located_at_its_point_of_insertion(tmp_path: Path) -> None:
+    """A mutant that adds a statement after a line (universalmutator's `break;` and `continue;`)
+    marks no character of the original: its location is the empty range at the line's end (the
+    Stryker report's start equals its end), and a replacement marks exactly what it replaced."""
+    source = tmp_path / "loop.c"
+    lines = ["int first(const int *a, int n) {", "    for (int i = 0; i < n; i++) {", "        if (a[i]) {",
+             "            return i;", "        }", "    }", "    return -1;", "}"]  # fmt: skip
+    source.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    mutants = generate(source, relative="loop.c")
+    inserted = [m for m in mutants if m.label().endswith("(nothing) -> break;") and m.line == 4]
+    assert inserted, sorted(m.label() for m in mutants)
+    end = len(lines[3]) + 1
+    assert inserted[0].columns == (end, end)
+    assert inserted[0].label(tmp_path).startswith(f"loop.c:4:{end}  ")
+    replaced = next(m for m in mutants if m.line == 2 and m.changed == ("<", "<="))
+    start = lines[1].index("<") + 1
+    assert replaced.columns == (start, start + 1)
+
+
 def test_what_reaches_a_mutant() -> None:
     lines = {str(EXAMPLE): {17: ["t1"], 20: ["t1", "t2"]}}
     assert python_reach(str(EXAMPLE), 20, lines) == {"t1", "t2"}

@@ -478,3 +478,47 @@ def test_a_build_runs_in_the_sandbox_and_writes_only_its_copy(tmp_path: Path) ->
     done = mutate(launcher(tmp_path / "bin"), *args, "--no-sandbox", "--no-cache", cwd=user)
     assert done.returncode == 0, done.stdout + done.stderr
     assert escape.read_text() == "built\n", "without the sandbox the build's write lands: the check above can fail"
+
+
+def test_a_mutant_marked_equivalent_is_ignored_with_its_reason_and_out_of_the_score(tmp_path: Path) -> None:
+    """docs/mutation.md, "Equivalent mutants": the user's equivalent-mutants.toml marks the survivor
+    (its writes change no output); it is Ignored, not run, with the reason in the terminal, the
+    summary and the report, and the score is 2 detected of 2 judged; an entry that names no mutant
+    is listed as stale; a file without a reason is refused by name."""
+    user = tmp_path / "mine"
+    user.mkdir()
+    (user / "helper.py").write_text(HELPER.lstrip(), encoding="utf-8")
+    (user / "adapter.py").write_text(ADAPTER.lstrip(), encoding="utf-8")
+    found = ids(user, ("helper.py", "adapter.py"))
+    wanted = [("helper.py", "max -> min"), ("adapter.py", "+ -> -"), ("helper.py", "TOUCH -> not (TOUCH)")]
+    chosen = [arg for key in wanted for arg in ("--mutant", found[key])]
+    survivor = found[("helper.py", "TOUCH -> not (TOUCH)")]
+    marks = user / "equivalent-mutants.toml"
+    marks.write_text(
+        f'[{survivor}]\nreason = "its writes change no output"\n\n[0123456789]\nreason = "a line since changed"\n',
+        encoding="utf-8",
+    )
+    script = launcher(tmp_path / "bin")
+    args = ["--impl", "adapter.py", "--source", "adapter.py", "--source", "helper.py", "-k", JUDGING, "--no-html"]
+    done = mutate(script, *args, *chosen, "--out", str(tmp_path / "out"), cwd=user)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((tmp_path / "out" / "mutation-report.json").read_text(encoding="utf-8"))
+    assert statuses(report) == {wanted[0]: "Killed", wanted[1]: "Killed", wanted[2]: "Ignored"}
+    ignored = next(m for e in report["files"].values() for m in e["mutants"] if m["status"] == "Ignored")
+    assert ignored["statusReason"] == "marked equivalent: its writes change no output"
+    assert not ignored["coveredBy"] and not ignored["killedBy"]
+    assert report["config"]["figures"]["score"] == 100.0
+    assert "ignored 1 (marked equivalent)" in done.stdout and "score 100.0 %" in done.stdout
+    assert "stale entries (no generated mutant has these ids; remove them): 0123456789" in done.stdout
+    summary = (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")
+    assert "### Marked equivalent" in summary and "its writes change no output" in summary
+
+    shown = mutate(script, *args, "--show", survivor, cwd=user)
+    assert shown.returncode == 0 and "marked equivalent in" in shown.stdout, shown.stdout + shown.stderr
+    shown = mutate(script, *args, "--show", found[wanted[0]], cwd=user)
+    assert f"[{found[wanted[0]]}]\nreason = " in shown.stdout, shown.stdout
+
+    marks.write_text(f'[{survivor}]\nchange = "helper.py"\n', encoding="utf-8")
+    refused = mutate(script, *args, *chosen, "--out", str(tmp_path / "out"), cwd=user)
+    assert refused.returncode == 2
+    assert f'{marks}: [{survivor}]: needs reason = "..."' in refused.stderr, refused.stderr

@@ -3,7 +3,7 @@
 A cached status is reused only when nothing it depends on changed. Its key holds the mutant (its
 id and its changed line), every file of the project as copied (so a change to a caller, a helper
 or a build file re-runs every mutant), the build command, the suite (its version and the hash of
-its tests, harness and spec files), the options that change a verdict (`-k`, the timeouts) and the
+its tests, harness and spec files), the options that change a verdict (`-k`, the timeouts, the sandbox) and the
 Python and package versions of this environment. Only verdicts are kept: Killed, Timeout,
 Survived, NoCoverage and CompileError; a RuntimeError is always run again. An entry that does not
 have the shape of one (a hand-edited or truncated file) is run again, never trusted; a Killed

@@ -87,13 +87,16 @@ class Generated:
 
     @property
     def columns(self) -> tuple[int, int]:
-        """1-based first and one-past-last columns of the original line that changed."""
+        """1-based first and one-past-last columns of the original line that changed; for an
+        insertion (a statement added after the line, nothing of it removed) an empty range at the
+        point of insertion, the line's end: no character of the original is marked as changed."""
         start, end_a, _ = self._span()
-        return start + 1, max(end_a, start + 1) + 1
+        return start + 1, end_a + 1
 
     def _span(self) -> tuple[int, int, int]:
         """0-based start and ends (in the original, in the replacement) of the changed text,
-        widened to whole words, so that `annotations -> pass` is not shown as `annotation -> pas`."""
+        widened to whole words, so that `annotations -> pass` is not shown as `annotation -> pas`,
+        and an insertion inside a line to the operator it extends (`< -> <=`)."""
         a, b = self.original, self.replacement
         start = 0
         while start < min(len(a), len(b)) and a[start] == b[start]:
@@ -116,6 +119,11 @@ class Generated:
         ):
             end_a += 1
             end_b += 1
+        if start == end_a and start < len(a.rstrip("\n")):
+            # An operator made longer inside the line (`<` to `<=`): the operator it extends.
+            symbol = re.compile(r"[^\w\s]")
+            while start > 0 and symbol.match(a[start - 1]) and symbol.match(b[start - 1]):
+                start -= 1
         return start, end_a, end_b
 
     @property

@@ -9,8 +9,9 @@ A mutant is Killed when a test of the suite failed on it that passed on the clea
 run the same way (the control run: the clean copy, served or built as every mutant is); Timeout
 when it ran past its deadline; Survived when its tests passed; NoCoverage when no test reaches
 it; CompileError when its build failed; RuntimeError when it could not be judged (the harness
-could not start it, or its run broke before a verdict). The score is killed and timed out of
-Killed + Timeout + Survived + NoCoverage: CompileError and RuntimeError stay out of it.
+could not start it, or its run broke before a verdict); Ignored when the user marked it equivalent
+(equivalents.py). The score is killed and timed out of Killed + Timeout + Survived + NoCoverage:
+CompileError, RuntimeError and Ignored stay out of it (docs/mutation.md).
 
 Exit status: 0 when the mutants were judged (survivors are reported, not failed) and the score
 is at least --fail-under; 1 when the clean baseline or the control run fails, when more than
@@ -43,6 +44,7 @@ from elmo_conformance.conformance.loading import BUILTINS, PROGRAMS
 
 from .__main__ import FACTOR, SECONDS, _cores
 from .cache import Cache, OutLocked, digest, from_cache, lock_out, tree_digest
+from .equivalents import FILE_NAME, Equivalent, EquivalentsError, default_path, entry_text, load
 from .generate import EngineMissing, Generated, generate, language_of, require_extra, source_files
 from .html import NpmUnavailable, write_html
 from .model import Baseline, MutantInfo, MutantRun
@@ -109,6 +111,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
         default=900.0,
         metavar="SECONDS",
         help="for the clean build (default 900); a mutant's build gets --timeout-min + --timeout-factor x the clean one",
+    )
+    parser.add_argument(
+        "--equivalents",
+        type=Path,
+        metavar="FILE",
+        help=f"the mutants you marked equivalent, each with its reason (TOML; default: {FILE_NAME} in the project "
+        "root when it is there; docs/mutation.md): Ignored, not run, out of the score",
     )
     parser.add_argument(
         "--no-sandbox",
@@ -372,6 +381,7 @@ class GeneratedPlan(Plan):
         self.target, self.mutants, self.select, self.scratch = target, mutants, select, scratch
         self.cache, self.context, self.bar = cache, context, progress
         self.build_time = 0.0
+        self.marked: dict[str, Equivalent] = {}  # mutants the user marked equivalent: Ignored, not run
         lines = tuple(sorted({m.file for m in mutants})) if target.python else ()
         n = results.options.workers
         copy, run_as, cwd = baseline_copy(target, scratch / "baseline")
@@ -483,6 +493,11 @@ class GeneratedPlan(Plan):
         options = self.results.options
         immediate: list[tuple[MutantRun, bool]] = []
         for mutant in self.mutants:
+            marked = self.marked.get(mutant.id)
+            if marked is not None:
+                reason = f"marked equivalent: {marked.reason}"
+                immediate.append((MutantRun(self.target.impl, mutant.id, "Ignored", reason=reason), False))
+                continue
             key = self.keys[mutant.id] = Cache.key(mutant.id, mutant.replacement, self.context)
             entry = self.cache.get(key)
             if entry is not None:
@@ -609,6 +624,7 @@ def terminal(verdicts: list[Verdict], args: argparse.Namespace, results: Results
         f"mutants: {f['generated']:.0f} generated; killed {f.get('Killed', 0):.0f}, timeout {f.get('Timeout', 0):.0f}, "
         f"survived {f.get('Survived', 0):.0f}, no coverage {f.get('NoCoverage', 0):.0f}, "
         f"compile error {f.get('CompileError', 0):.0f}, runtime error {f.get('RuntimeError', 0):.0f}"
+        + (f", ignored {f.get('Ignored', 0):.0f} (marked equivalent)" if f.get("Ignored") else "")
         + (f", not run {f.get('NotRun', 0):.0f}" if f.get("NotRun") else "")
         + f"; score {f['score']:.1f} % (killed and timed out of those that ran or had no coverage; compile and "
         f"runtime errors are not counted); {results.timings.get('total', 0.0):.0f} s",
@@ -632,6 +648,7 @@ def terminal(verdicts: list[Verdict], args: argparse.Namespace, results: Results
         for v in survivors:
             tag = " [no coverage]" if v.status == "NoCoverage" else ""
             lines += [f"  {v.title}{tag}", f"      {rerun_command(args, v.mutant)}"]
+    lines += _marked_lines(verdicts, args)
     unjudged = [v for v in verdicts if v.status == "RuntimeError"]
     if unjudged:
         lines += [
@@ -664,9 +681,27 @@ def summary_markdown(verdicts: list[Verdict], args: argparse.Namespace, problems
         lines += ["", "### Survivors", ""]
         for v in survivors:
             lines.append(f"- `{v.title}` ({v.status}): `{rerun_command(args, v.mutant)}`")
+    marked = _marked_lines(verdicts, args)
+    if marked:
+        lines += ["", "### Marked equivalent", ""] + [f"- {line.strip()}" for line in marked[2:]]
     if problems:
         lines += ["", "### Problems", ""] + [f"- {p.splitlines()[0]}" for p in problems]
     return "\n".join(lines) + "\n"
+
+
+def _marked_lines(verdicts: list[Verdict], args: argparse.Namespace) -> list[str]:
+    """The mutants marked equivalent (Ignored, not in the score) with their reasons, and the
+    entries of the equivalents file that name no mutant any more."""
+    ignored = [v for v in verdicts if v.status == "Ignored"]
+    stale = getattr(args, "stale", [])
+    if not ignored and not stale:
+        return []
+    lines = ["", f"marked equivalent ({len(ignored)}; Ignored: not run, not in the score):"]
+    for v in ignored:
+        lines.append(f"  {v.title}: {(v.run.reason if v.run else '') or 'marked equivalent'}")
+    if stale:
+        lines.append(f"  stale entries (no generated mutant has these ids; remove them): {', '.join(stale)}")
+    return lines
 
 
 def write_reports(
@@ -780,8 +815,8 @@ def rerun(target: Target, mutants: list[Generated], mutant_id: str, args: argpar
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def show(target: Target, mutants: list[Generated], mutant_id: str) -> int:
-    """The mutant as a unified diff of its file."""
+def show(target: Target, mutants: list[Generated], mutant_id: str, marked: dict[str, Equivalent], marks: Path) -> int:
+    """The mutant as a unified diff of its file, and whether it is marked equivalent (or how to)."""
     import difflib
 
     found = [m for m in mutants if m.id == mutant_id]
@@ -794,8 +829,15 @@ def show(target: Target, mutants: list[Generated], mutant_id: str) -> int:
     diff = difflib.unified_diff(
         source.splitlines(keepends=True), mutant.apply(source).splitlines(keepends=True), f"a/{name}", f"b/{name}"
     )
-    print(f"mutant {mutant.id} ({mutant.rule}): {mutant.label(Path(target.root))}")
+    label = mutant.label(Path(target.root))
+    print(f"mutant {mutant.id} ({mutant.rule}): {label}")
     sys.stdout.writelines(diff)
+    found_mark = marked.get(mutant.id)
+    if found_mark is not None:
+        print(f"\nmarked equivalent in {marks}: {found_mark.reason}")
+    else:
+        print(f"\nif it computes what the original does, mark it equivalent in {marks}:\n")
+        print(entry_text(mutant.id, label), end="")
     return 0
 
 
@@ -812,8 +854,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     args.root_used = target.root
+    try:
+        marks = args.equivalents or default_path(target.root)
+        args.marked = load(marks, given=args.equivalents is not None)
+    except EquivalentsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    args.stale = sorted(set(args.marked) - {m.id for m in every})
+    if args.stale:
+        print(
+            f"mutate: {marks}: {len(args.stale)} entries name no generated mutant (the mutated line changed; "
+            f"remove them): {', '.join(args.stale)}",
+            file=sys.stderr,
+        )
     if args.show:
-        return show(target, every, args.show)
+        return show(target, every, args.show, args.marked, marks)
     if args.rerun:
         hypothesis = tempfile.mkdtemp(prefix="elmo-mutate-hypothesis-")
         os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = hypothesis  # not the user's folder
@@ -883,7 +938,7 @@ def _run(
             print(f"mutate: {what} in {args.out / CACHE}: those mutants are run again", flush=True)
         context = Cache.context(project, suite_version(), target.impl, target.build, verdict_options(args))
         plan = GeneratedPlan(results, target, mutants, args.select, scratch, cache, context, progress)
-        plan.build_time = build_time
+        plan.build_time, plan.marked = build_time, args.marked
         try:
             with tempfile.TemporaryDirectory(prefix="elmo-mutate-logs-") as logs:
                 run_jobs(plan, options.workers, Path(logs), progress.write)
