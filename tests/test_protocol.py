@@ -165,3 +165,17 @@ def test_a_function_added_to_protocol_json_is_required_and_must_be_listed() -> N
     assert listing_problems(text, drifted) == [
         "§11 does not list 'bilm_perplexity(params, ids, lengths) -> float' (protocol.json)"
     ]
+
+
+def test_numpy_scalars_travel_as_the_python_value_they_stand_for() -> None:
+    """§15.3: a NumPy integer of any dtype is `i`, a NumPy bool `t` or `f`, np.float64 `d`, and a
+    NumPy float of another dtype a 0-d array of its dtype (tags and payloads written from the table)."""
+    import struct
+
+    import numpy as np
+
+    for scalar in (np.int8(-3), np.uint64(3), np.int64(-3)):
+        assert wire.encode(scalar) == b"i" + struct.pack("<q", int(scalar))
+    assert wire.encode(np.True_) == b"t" and wire.encode(np.False_) == b"f"
+    assert wire.encode(np.float64(0.5)) == b"d" + struct.pack("<d", 0.5)
+    assert wire.encode(np.float32(0.5)) == b"af4" + bytes([0]) + struct.pack("<f", 0.5)
