@@ -27,7 +27,6 @@ import importlib
 import importlib.util
 import json
 import os
-import random
 import shlex
 import shutil
 import sys
@@ -51,6 +50,7 @@ from .model import Baseline, MutantInfo, MutantRun
 from .pool import WorkerStartError, run_jobs
 from .reach import EVERY, ProgramMap, program_reach, python_reach
 from .runner import SESSION_OVERHEAD_S, Options, Plan, Results
+from .sampling import Drawn, draw, interval
 from .scratch import (
     BuildFailed,
     Copied,
@@ -268,13 +268,6 @@ def mutants_of(target: Target, files: list[Path]) -> list[Generated]:
     for path in files:
         found += generate(path, relative=target.relative(str(path)))
     return found
-
-
-def sample(mutants: list[Generated], n: int | None, seed: int) -> list[Generated]:
-    if n is None or n >= len(mutants):
-        return mutants
-    keep = set(random.Random(seed).sample(range(len(mutants)), n))
-    return [m for i, m in enumerate(mutants) if i in keep]
 
 
 # --- what a cached status depends on ---------------------------------------------------------
@@ -586,6 +579,28 @@ def rerun_command(args: argparse.Namespace, mutant: str, verb: str = "--rerun") 
     return shlex.join([*parts, verb, mutant])
 
 
+def estimate(verdicts: list[Verdict], drawn: Drawn | None) -> tuple[str, dict[str, object]] | None:
+    """For a sample: a line saying how far the whole set's score can be from the sample's, and
+    what the report records of it (sampling.py); None when every mutant was run."""
+    if drawn is None:
+        return None
+    counts = Counter(v.status for v in verdicts)
+    detected, counted = sum(counts[s] for s in DETECTED), sum(counts[s] for s in VALID)
+    bounds = interval(detected, counted, len(verdicts), drawn.population)
+    record: dict[str, object] = {**drawn.as_json(), "confidence": 0.95}
+    head = (
+        f"a sample of {drawn.size} of {drawn.population} mutants (--max-mutants, stratified by file, seed {drawn.seed})"
+    )
+    if bounds is None:
+        return f"{head}: no sampled mutant counts in the score, so it says nothing of the whole set", record
+    record["interval"] = [round(bounds.low, 1), round(bounds.high, 1)]
+    return (
+        f"{head}: the whole set's score lies between {bounds.low:.1f} % and {bounds.high:.1f} % with 95 % confidence "
+        f"(±{bounds.half_width:.1f} points; docs/mutation.md, Samples)",
+        record,
+    )
+
+
 def figures(verdicts: list[Verdict]) -> dict[str, float]:
     counts = Counter(v.status for v in verdicts)
     detected = sum(counts[s] for s in DETECTED)
@@ -629,6 +644,9 @@ def terminal(verdicts: list[Verdict], args: argparse.Namespace, results: Results
         + f"; score {f['score']:.1f} % (killed and timed out of those that ran or had no coverage; compile and "
         f"runtime errors are not counted); {results.timings.get('total', 0.0):.0f} s",
     ]
+    sampled = estimate(verdicts, getattr(args, "drawn", None))
+    if sampled is not None:
+        lines.append(sampled[0])
     if partial:
         lines.append("INTERRUPTED: a partial result, of the mutants judged before the run was stopped")
     files = by_file(verdicts, root)
@@ -670,6 +688,9 @@ def summary_markdown(verdicts: list[Verdict], args: argparse.Namespace, problems
     lines += ["| generated | killed | timeout | survived | no coverage | compile error | runtime error | score |"]
     lines += ["|---|---|---|---|---|---|---|---|"]
     lines += [f"| {f['generated']:.0f} | " + " | ".join(f"{f.get(k, 0):.0f}" for k in COLUMNS) + f" | {f['score']} % |"]
+    sampled = estimate(verdicts, getattr(args, "drawn", None))
+    if sampled is not None:
+        lines += ["", f"**Sampled**: {sampled[0]}."]
     files = by_file(verdicts, Path(args.root_used))
     if len(files) > 1:
         lines += ["", "| file | killed | timeout | survived | no coverage | compile error | runtime error | score |"]
@@ -714,6 +735,8 @@ def write_reports(
     data = report(results, verdicts, framework="elmo-conformance mutate", root=Path(args.root_used))
     data["thresholds"] = {"high": 80, "low": 60}
     data["config"]["figures"] = figures(verdicts)
+    sampled = estimate(verdicts, getattr(args, "drawn", None))
+    data["config"]["sample"] = sampled[1] if sampled is not None else None
     data["config"]["partial"] = partial
     data["config"]["problems"] = problems
     _write(out / "mutation-report.json", json.dumps(data, indent=1) + "\n")
@@ -884,7 +907,7 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 2
         every = [m for m in every if m.id in set(args.mutant)]
-    mutants = sample(every, args.max_mutants, args.seed)
+    mutants, args.drawn = draw(every, args.max_mutants, args.seed)
     if args.list:
         for m in mutants:
             print(f"{m.id}  {m.label(Path(target.root))}")
