@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from elmo_conformance.conformance.mutants.generate import generate
-from elmo_conformance.conformance.mutants.reach import EVERY, ProgramMap, python_reach
+from elmo_conformance.conformance.mutants.reach import EVERY, ONE, ProgramMap, python_reach
 
 ROOT = Path(__file__).resolve().parent.parent
 # The module-scoped runs are shared: every test of this module on one pytest-xdist worker.
@@ -239,7 +239,13 @@ def test_what_reaches_a_mutant() -> None:
     lines = {str(EXAMPLE): {17: ["t1"], 20: ["t1", "t2"]}}
     assert python_reach(str(EXAMPLE), 20, lines) == {"t1", "t2"}
     assert python_reach(str(EXAMPLE), 26, lines) == set(), "a line in a function no test ran"
-    assert python_reach(str(EXAMPLE), 24, lines) is EVERY, "a def line runs on import"
+    # A function's header runs on import, but what a mutant of it changes shows where the function
+    # is called: the tests that run its body (softmax's, lines 13-21), or the cheapest test alone
+    # when none does (softmax_unshifted: a header that breaks the import fails it).
+    assert python_reach(str(EXAMPLE), 12, lines) == {"t1", "t2"}, "softmax's def line"
+    assert python_reach(str(EXAMPLE), 24, lines) == ONE, "the def line of a function no test calls"
+    assert python_reach(str(EXAMPLE), 52, {str(EXAMPLE): {53: ["t3"]}}) == {"t3"}, "a method's def line"
+    assert python_reach(str(EXAMPLE), 47, lines) is EVERY, "a class's decorator: every use of the class"
     c = ROOT / "adapters" / "c"
     program = ProgramMap(sorted(c.glob("*.c")), ["scalar_mix", "scalar_mix_vjp", "bilm_layers"])
     scalar_mix = next(first for name, first, _ in program.functions[str(c / "scalar_mix.c")] if name == "scalar_mix")

@@ -2,9 +2,12 @@
 
 Python: the baseline records, per test, the lines of the mutated files it ran (coverage.py, one
 context per test). A mutant's line belongs to its innermost statement; the tests that ran that
-statement's first line reach it. A statement outside every function (module or class level) runs
-on import, before any test: every test reaches it. No test reaching a statement inside a function
-means NoCoverage.
+statement's first line reach it. A function's header (its decorators, its `def` line with the
+argument defaults and annotations) runs on import, but what it changes shows only where the
+function is called, or at import when it breaks it: the tests that run the function's body reach
+it, and when none does, the cheapest test alone (ONE: a header mutant that breaks the import fails
+it). Any other statement outside every function (module or class level) runs on import, before any
+test: every test reaches it. No test reaching a statement inside a function means NoCoverage.
 
 Other languages (a program behind the wire protocol): the baseline records which protocol
 functions each test calls. The source's functions are found with a C-like scanner (brace
@@ -25,39 +28,51 @@ from functools import lru_cache
 from pathlib import Path
 
 EVERY = None  # "every test" (a set of nodeids otherwise)
+ONE = frozenset({"<the cheapest test>"})  # one test: a header of a function that no test calls
 
 
 @lru_cache(maxsize=256)
-def _python_statements(file: str, text: str) -> tuple[list[tuple[int, int, bool]], ...]:
-    """(first line, last line, inside a function) of every statement."""
+def _python_statements(file: str, text: str) -> tuple[list[tuple[int, int, bool]], list[tuple[int, int, int, int]]]:
+    """(first line, last line, inside a function) of every statement, and (first header line,
+    last header line, first body line, last line) of every function outside every function."""
     tree = ast.parse(text)
     found: list[tuple[int, int, bool]] = []
+    headers: list[tuple[int, int, int, int]] = []
 
     def visit(node: ast.AST, in_function: bool) -> None:
         for child in ast.iter_child_nodes(node):
             inside = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
             if isinstance(child, ast.stmt):
                 found.append((child.lineno, child.end_lineno or child.lineno, inside))
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) and not inside and child.body:
+                top = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+                body = child.body[0].lineno
+                headers.append((top, body - 1 if body > child.lineno else child.lineno, body, child.end_lineno or body))
             visit(child, inside)
 
     visit(tree, False)
-    return (found,)
+    return found, headers
 
 
 def python_reach(file: str, line: int, lines: Mapping[str, Mapping[int, Iterable[str]]]) -> set[str] | None:
     """The tests that reach `line` of `file`, or EVERY."""
     text = Path(file).read_text(encoding="utf-8")
     try:
-        (statements,) = _python_statements(file, text)
+        statements, headers = _python_statements(file, text)
     except SyntaxError:
         return EVERY
     containing = [s for s in statements if s[0] <= line <= s[1]]
     if not containing:
         return EVERY
     first, _, inside = max(containing, key=lambda s: (s[0], -s[1]))
-    if not inside:
-        return EVERY
     by_line = lines.get(str(Path(file).resolve())) or lines.get(file) or {}
+    if not inside:
+        header = next((h for h in headers if h[0] <= line <= h[1]), None)
+        if header is None:
+            return EVERY
+        _, _, body, last = header
+        calling = {test for number in range(body, last + 1) for test in by_line.get(number, ())}
+        return calling or set(ONE)
     return set(by_line.get(first, ()))
 
 
