@@ -508,7 +508,7 @@ def test_a_mutant_marked_equivalent_is_ignored_with_its_reason_and_out_of_the_sc
     assert ignored["statusReason"] == "marked equivalent: its writes change no output"
     assert not ignored["coveredBy"] and not ignored["killedBy"]
     assert report["config"]["figures"]["score"] == 100.0
-    assert "ignored 1 (marked equivalent)" in done.stdout and "score 100.0 %" in done.stdout
+    assert "ignored 1 (marked equivalent 1)" in done.stdout and "score 100.0 %" in done.stdout
     assert "stale entries (no generated mutant has these ids; remove them): 0123456789" in done.stdout
     summary = (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")
     assert "### Marked equivalent" in summary and "its writes change no output" in summary
@@ -522,3 +522,55 @@ def test_a_mutant_marked_equivalent_is_ignored_with_its_reason_and_out_of_the_sc
     refused = mutate(script, *args, *chosen, "--out", str(tmp_path / "out"), cwd=user)
     assert refused.returncode == 2
     assert f'{marks}: [{survivor}]: needs reason = "..."' in refused.stderr, refused.stderr
+
+
+GEN_C = "int f(int x) {\n    int unused = 3;\n    (void)unused;\n    return x - 1;\n}\n"
+COMPILE = "cc -O2 -c {name} -o {out}"
+
+
+def test_mutants_whose_compiled_artifact_is_one_already_built_are_set_aside(tmp_path: Path) -> None:
+    """docs/mutation.md, "Mutants set aside": with --artifact gen.o, a mutant whose object is the
+    clean one's byte for byte is Ignored as equivalent; of mutants with the same object, one runs
+    and the others are Ignored as its duplicates; none is in the score. The groups expected are
+    found here by compiling each mutant with the build's own command."""
+    user, _ = program_project(tmp_path)
+    (user / "gen.c").write_text(GEN_C, encoding="utf-8")
+    found = ids(user, ("gen.c",))
+    chosen = ["3 -> 0", "3 -> 1", "- -> +", "(nothing) -> -", "- -> *", "- -> /", "1 -> 0", "1 -> (1-1)", "- -> %"]
+    by_id = {found[("gen.c", change)]: change for change in chosen}
+    mutants = {m.id: m for m in generate(user / "gen.c") if m.id in by_id}
+
+    def object_of(text: str) -> bytes:
+        work = tmp_path / "compile"
+        work.mkdir(exist_ok=True)
+        (work / "m.c").write_text(text, encoding="utf-8")
+        subprocess.run(COMPILE.format(name="m.c", out="m.o"), shell=True, cwd=work, check=True)
+        return (work / "m.o").read_bytes()
+
+    clean = object_of(GEN_C)
+    groups: dict[bytes, list[str]] = {}
+    for mid, m in mutants.items():
+        groups.setdefault(object_of(m.apply(GEN_C)), []).append(mid)
+    assert len(groups) >= 3 and any(len(g) > 1 for b, g in groups.items() if b != clean), "the case tests nothing"
+    build = COMPILE.format(name="gen.c", out="gen.o") + " && " + PROGRAM_BUILD.format(python=sys.executable)
+    args = ["--impl", "cmd:./prog", "--source", "gen.c", "--build", build, "--artifact", "gen.o", "-k", JUDGING]
+    args += ["--no-html", "--out", str(tmp_path / "out"), *(a for mid in by_id for a in ("--mutant", mid))]
+    done = mutate(launcher(tmp_path / "bin"), *args, cwd=user)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((tmp_path / "out" / "mutation-report.json").read_text(encoding="utf-8"))
+    judged = {m["id"]: m for e in report["files"].values() for m in e["mutants"]}
+    for made, members in groups.items():
+        if made == clean:
+            for mid in members:
+                assert judged[mid]["status"] == "Ignored", (by_id[mid], judged[mid])
+                assert judged[mid]["statusReason"].startswith("equivalent (compiled)"), judged[mid]
+            continue
+        ran = [mid for mid in members if judged[mid]["status"] != "Ignored"]
+        assert len(ran) == 1, [(by_id[m], judged[m]["status"]) for m in members]
+        assert judged[ran[0]]["status"] == "Survived"  # gen.o is not what ./prog runs: nothing can kill it
+        for mid in set(members) - set(ran):
+            assert judged[mid]["statusReason"].startswith(f"duplicate (compiled) of mutant {ran[0]}"), judged[mid]
+    aside = sum(len(g) if made == clean else len(g) - 1 for made, g in groups.items())
+    assert report["config"]["figures"]["Ignored"] == aside
+    assert report["config"]["figures"]["score"] == 0.0, "the set-aside mutants are not in the score"
+    assert f"ignored {aside} (" in done.stdout

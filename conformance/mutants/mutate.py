@@ -10,7 +10,7 @@ run the same way (the control run: the clean copy, served or built as every muta
 when it ran past its deadline; Survived when its tests passed; NoCoverage when no test reaches
 it; CompileError when its build failed; RuntimeError when it could not be judged (the harness
 could not start it, or its run broke before a verdict); Ignored when the user marked it equivalent
-(equivalents.py). The score is killed and timed out of Killed + Timeout + Survived + NoCoverage:
+(equivalents.py) or its compiled program is the clean one's or another mutant's (programs.py). The score is killed and timed out of Killed + Timeout + Survived + NoCoverage:
 CompileError, RuntimeError and Ignored stay out of it (docs/mutation.md).
 
 Exit status: 0 when the mutants were judged (survivors are reported, not failed) and the score
@@ -56,11 +56,13 @@ from .scratch import (
     Copied,
     Target,
     UsageError,
+    _inside,
     baseline_copy,
     build,
     check_root,
     copy_project,
     describe_copy,
+    find_artifact,
     find_root,
     program_path,
 )
@@ -106,6 +108,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="shell command that rebuilds a program in the scratch copy after each mutation (cwd: the copy)",
     )
     parser.add_argument(
+        "--artifact",
+        metavar="PATH",
+        help="a file the build makes (relative to the project root) whose bytes decide the program's behaviour; "
+        "a mutant that makes the clean one's bytes, or another mutant's, is set aside (default: the cmd: program "
+        "when it is a compiled binary; docs/mutation.md)",
+    )
+    parser.add_argument(
         "--build-timeout",
         type=SECONDS,
         default=900.0,
@@ -147,6 +156,11 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--mutant", action="append", default=[], metavar="ID", help="only this mutant (repeatable)")
     parser.add_argument(
         "--no-cache", action="store_true", help="re-run every mutant (default: reuse unchanged results)"
+    )
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        help="run each Python mutant in a pytest session and adapter process of its own, not forked from a warm worker",
     )
     parser.add_argument("--no-html", action="store_true", help="do not write the HTML report (it needs npm)")
     parser.add_argument("--list", action="store_true", help="list the generated mutants and exit")
@@ -259,8 +273,23 @@ def resolve(args: argparse.Namespace) -> tuple[Target, list[Path]]:
         program,
         cwd=os.getcwd(),
         import_path=served_path() if python else (),
+        artifact=artifact_option(args.artifact, root, build_command),
     )
     return target, files
+
+
+def artifact_option(artifact: str | None, root: Path, build: str | None) -> str | None:
+    """--artifact as a path relative to the project root, or a UsageError saying what it must be."""
+    if artifact is None:
+        return None
+    if not build:
+        raise UsageError(f"--artifact {artifact}: only a --build makes an artifact; give --build too")
+    path = os.path.abspath(artifact)
+    if not _inside(path, str(root)) or path == str(root):
+        raise UsageError(
+            f"--artifact {artifact}: expected a file inside the project root {root}, as the build makes it"
+        )
+    return Path(os.path.relpath(path, root)).as_posix()
 
 
 def mutants_of(target: Target, files: list[Path]) -> list[Generated]:
@@ -291,6 +320,7 @@ def verdict_options(args: argparse.Namespace) -> dict[str, object]:
         "timeout_min": args.timeout_min,
         "build_timeout": args.build_timeout,
         "root": str(args.root) if args.root else None,
+        "artifact": args.artifact,
         "sandbox": sandbox.active(),
     }
 
@@ -375,6 +405,7 @@ class GeneratedPlan(Plan):
         self.cache, self.context, self.bar = cache, context, progress
         self.build_time = 0.0
         self.marked: dict[str, Equivalent] = {}  # mutants the user marked equivalent: Ignored, not run
+        self.fresh = False  # --fresh: no warm worker (warm.py)
         lines = tuple(sorted({m.file for m in mutants})) if target.python else ()
         n = results.options.workers
         copy, run_as, cwd = baseline_copy(target, scratch / "baseline")
@@ -517,6 +548,7 @@ class GeneratedPlan(Plan):
                 target=self.target,
                 generated=mutant,
                 scratch=str(self.scratch),
+                fresh=self.fresh,
             )
             self.mutant_jobs.append((job, timeout, estimate))
             self.outstanding += 1
@@ -642,7 +674,7 @@ def terminal(verdicts: list[Verdict], args: argparse.Namespace, results: Results
         f"mutants: {f['generated']:.0f} generated; killed {f.get('Killed', 0):.0f}, timeout {f.get('Timeout', 0):.0f}, "
         f"survived {f.get('Survived', 0):.0f}, no coverage {f.get('NoCoverage', 0):.0f}, "
         f"compile error {f.get('CompileError', 0):.0f}, runtime error {f.get('RuntimeError', 0):.0f}"
-        + (f", ignored {f.get('Ignored', 0):.0f} (marked equivalent)" if f.get("Ignored") else "")
+        + (f", ignored {f.get('Ignored', 0):.0f} ({set_aside(verdicts)})" if f.get("Ignored") else "")
         + (f", not run {f.get('NotRun', 0):.0f}" if f.get("NotRun") else "")
         + f"; score {f['score']:.1f} % (killed and timed out of those that ran or had no coverage; compile and "
         f"runtime errors are not counted); {results.timings.get('total', 0.0):.0f} s",
@@ -694,6 +726,8 @@ def summary_markdown(verdicts: list[Verdict], args: argparse.Namespace, problems
     sampled = estimate(verdicts, getattr(args, "drawn", None))
     if sampled is not None:
         lines += ["", f"**Sampled**: {sampled[0]}."]
+    if f.get("Ignored"):
+        lines += ["", f"**Set aside** (Ignored, not run, out of the score): {set_aside(verdicts)}."]
     files = by_file(verdicts, Path(args.root_used))
     if len(files) > 1:
         lines += ["", "| file | killed | timeout | survived | no coverage | compile error | runtime error | score |"]
@@ -713,10 +747,26 @@ def summary_markdown(verdicts: list[Verdict], args: argparse.Namespace, problems
     return "\n".join(lines) + "\n"
 
 
+def set_aside(verdicts: list[Verdict]) -> str:
+    """What the Ignored mutants are: marked equivalent by the user, or set aside because their
+    compiled program is the clean one's or another mutant's (programs.py)."""
+    kinds: Counter[str] = Counter()
+    for v in verdicts:
+        if v.status == "Ignored":
+            reason = (v.run.reason if v.run else "") or ""
+            kinds[reason.split(":", 1)[0].split(" of mutant", 1)[0]] += 1
+    names = {
+        "marked equivalent": "marked equivalent",
+        "equivalent (compiled)": "the clean program, compiled",
+        "duplicate (compiled)": "another mutant's program, compiled",
+    }
+    return ", ".join(f"{names.get(kind, kind)} {n}" for kind, n in sorted(kinds.items()))
+
+
 def _marked_lines(verdicts: list[Verdict], args: argparse.Namespace) -> list[str]:
     """The mutants marked equivalent (Ignored, not in the score) with their reasons, and the
     entries of the equivalents file that name no mutant any more."""
-    ignored = [v for v in verdicts if v.status == "Ignored"]
+    ignored = [v for v in verdicts if v.status == "Ignored" and v.run and (v.run.reason or "").startswith("marked")]
     stale = getattr(args, "stale", [])
     if not ignored and not stale:
         return []
@@ -795,9 +845,11 @@ def clean_copy(target: Target, scratch: Path, out: Path, build_timeout: float) -
                 f"the build command exited 0 but did not produce the program {program.name}: {target.build}"
             )
         took = build(target, copy, build_timeout)  # the incremental build a mutant's copy does
+        artifact = find_artifact(target, copy)
     except BuildFailed as exc:
         raise UsageError(f"--build fails on a clean copy of the project, so no mutant can be judged: {exc}") from None
-    return replace(target, template=str(copy), build_timeout=build_timeout), took, copied, project
+    done = replace(target, template=str(copy), build_timeout=build_timeout, artifact=artifact)
+    return done, took, copied, project
 
 
 def rerun(target: Target, mutants: list[Generated], mutant_id: str, args: argparse.Namespace) -> int:
@@ -817,7 +869,8 @@ def rerun(target: Target, mutants: list[Generated], mutant_id: str, args: argpar
     try:
         try:
             target, build_time, _, _ = clean_copy(target, folder, args.out, args.build_timeout)
-            target = replace(target, build_timeout=args.timeout_min + args.timeout_factor * build_time)
+            # The suite runs on the mutant even when its program is the clean one's (nothing set aside).
+            target = replace(target, build_timeout=args.timeout_min + args.timeout_factor * build_time, artifact=None)
             impl, _ = prepare(target, mutant, folder / "mutant")
         except (BuildFailed, UsageError) as exc:
             print(f"CompileError: {exc}", file=sys.stderr)
@@ -964,7 +1017,7 @@ def _run(
             print(f"mutate: {what} in {args.out / CACHE}: those mutants are run again", flush=True)
         context = Cache.context(project, suite_version(), target.impl, target.build, verdict_options(args))
         plan = GeneratedPlan(results, target, mutants, args.select, scratch, cache, context, progress)
-        plan.build_time, plan.marked = build_time, args.marked
+        plan.build_time, plan.marked, plan.fresh = build_time, args.marked, args.fresh
         try:
             with tempfile.TemporaryDirectory(prefix="elmo-mutate-logs-") as logs:
                 run_jobs(plan, options.workers, Path(logs), progress.write)

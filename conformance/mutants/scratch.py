@@ -37,8 +37,10 @@ from pathlib import Path
 
 from .copies import FromCopy
 from .generate import Generated
+from .programs import CLEAN, claim, compiled
 
 OVERLAY = Path(__file__).resolve().parent / "overlay.py"
+REGISTRY = "programs"  # the run's folder of built artifacts by hash, beside the clean copy
 # A folder that holds one of these is a project's root (the nearest one above the sources wins).
 PROJECT_FILES = (
     "pyproject.toml",
@@ -91,6 +93,7 @@ class Target:
     cwd: str = ""  # the user's working folder: a mutant runs in the same folder of its copy
     import_path: tuple[str, ...] = ()  # a clean served run's PYTHONPATH (Python)
     build_timeout: float = 900.0  # seconds a mutant's build may take
+    artifact: str | None = None  # what a build makes whose bytes decide the behaviour (programs.py)
 
     def relative(self, file: str) -> str:
         """`file` named relative to the project root, with '/'."""
@@ -246,7 +249,29 @@ def prepare(target: Target, mutant: Generated | None, folder: Path) -> tuple[str
     took = build(target, copy_root, target.build_timeout)
     if target.build and program is not None and not program.exists():
         raise BuildFailed(f"the build command exited 0 but did not produce the program {program.name}: {target.build}")
+    if mutant is not None and target.artifact and target.template:
+        made = copy_root / target.artifact
+        if not made.is_file():
+            raise BuildFailed(f"the build command exited 0 but did not make --artifact {target.artifact}")
+        claim(Path(target.template).parent / REGISTRY, made, mutant.id)  # raises SameProgram
     return program_in(target, copy_root), took
+
+
+def find_artifact(target: Target, copy_root: Path) -> str | None:
+    """After the clean build: the artifact whose bytes stand for the program (programs.py):
+    --artifact, or the program when it is a compiled binary; recorded as the clean one's."""
+    if target.artifact:
+        made = copy_root / target.artifact
+        if not made.is_file():
+            raise BuildFailed(f"--artifact {target.artifact}: the clean build did not make it")
+        artifact = target.artifact
+    else:
+        program = program_path(target, copy_root) if target.build else None
+        if program is None or not compiled(program):
+            return None
+        artifact = Path(os.path.relpath(program, copy_root)).as_posix()
+    claim(copy_root.parent / REGISTRY, copy_root / artifact, CLEAN)
+    return artifact
 
 
 def _in_copy(target: Target, copy_root: Path) -> tuple[str, str]:

@@ -32,6 +32,7 @@ from .declared import declared_mutants, describe
 from .equivalence import changed_output
 from .generate import Generated
 from .model import Baseline, MutantRun
+from .programs import SameProgram
 from .scratch import BuildFailed, Target, prepare
 
 SUITE = Path(__file__).resolve().parent.parent  # the conformance package: the suite to run
@@ -235,6 +236,10 @@ def run_generated(job: GeneratedJob, send: Send) -> MutantRun:
             impl, _ = prepare(job.target, job.generated, folder)
         except BuildFailed as exc:
             run.status, run.reason = "CompileError", str(exc)
+            run.duration = time.perf_counter() - started
+            return run
+        except SameProgram as exc:  # trivial compiler equivalence (programs.py): set aside, not run
+            run.status, run.reason = "Ignored", exc.reason
             run.duration = time.perf_counter() - started
             return run
         run = _run_tests(run, impl, None, job, send, started)
