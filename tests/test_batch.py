@@ -118,8 +118,12 @@ def check_records(out: Path, done: subprocess.CompletedProcess) -> dict[str, dic
     bad = found["bad-manifest"]
     assert "elmo-submission.json" in bad["reason"] and "field 'buld'" in bad["reason"] and bad["attempts"] == []
 
+    # A job that ran past its deadline runs again alone before its deadline counts (docs/grading.md).
+    assert [a["outcome"] for a in hang["attempts"]] == ["hit a time limit: run again alone", "result"]
+    assert hang["time_limits"]["rerun_alone"] and hang["time_limits"]["limit_counts"]
+
     job_ids = {a["job"] for r in found.values() for a in r["attempts"] if a.get("job")}
-    assert len(job_ids) == 5  # good, wrong, hang, and the killer twice
+    assert len(job_ids) == 6  # good, wrong, the hang and its run alone, and the killer twice
     assert marked(job_ids) == [], "a process of a job outlived it"
 
     page = (out / "index.html").read_text()

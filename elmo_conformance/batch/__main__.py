@@ -1,11 +1,13 @@
 """elmo-conformance batch SUBMISSIONS... --out DIR [--mutants none|declared|generated]
 [--scheduler ADDRESS | --scheduler-file PATH] [--workers N] [--job-timeout S] [--fail-on-fail]
+[--grading FILE] [--export gradescope] [--time-factor F] [--regrade]
 [suite options] [-- suite and pytest options]
 
 Checks many implementations (a course's class, a framework's backends) with the suite, and
 optionally their mutants, on Dask workers: an embedded LocalCluster on this machine by default, or
 an existing cluster. Writes DIR/submissions/NAME/ (each one's report JSON, its page, its output),
-DIR/batch.json and the class dashboard DIR/index.html.
+DIR/batch.json, the class dashboard DIR/index.html and the grade sheet DIR/grades.csv
+(docs/grading.md); with --export gradescope, each submission's Gradescope results.json.
 
 Each submission runs in the sandbox (docs/sandbox.md); where bubblewrap cannot run, the batch
 refuses to run submissions unless given --no-sandbox (then they run with the worker's rights).
@@ -17,24 +19,32 @@ submission did not pass; 2 a job was lost, or the batch could not run (usage, cl
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import math
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from . import grading as grading_
 from .executor import Cluster, ExecutorError, Outcome, cores
 from .jobs import Job
 from .records import (
+    KILLED_WORKER,
     LOST,
     PASS,
+    attempts,
     judge_suite,
     mutation_summary,
     new_record,
+    observed_tests,
     summary_counts,
     write_batch,
     write_dashboard,
 )
+from .regrade import Cache
+from .regrade import key as cache_key
 from .submissions import SUBMISSIONS, resolve_all
 
 MUTANT_MODES = ("none", "declared", "generated")
@@ -43,12 +53,27 @@ OWN_OPTIONS = ("--impl", "--report", "--pass-table", "--html", "--conformance-ht
 # Options that would run a submission in the harness's own process, whose result counts (§11.1):
 # never in a batch.
 IN_PROCESS_OPTIONS = ("--in-process", "--pdb", "--trace", "--no-sandbox")
+EXPORTS = ("gradescope",)
+# Each test's CPU-time limit: TIME_FACTOR times the reference's on the same worker, and at least
+# TIME_FLOOR_S CPU seconds (docs/grading.md, "Time limits").
+TIME_FACTOR = 20.0
+TIME_FLOOR_S = 10.0
 
 
 def _seconds(text: str) -> float:
     value = float(text)
     if not (value > 0 and math.isfinite(value)):
         raise argparse.ArgumentTypeError(f"expected a finite number of seconds > 0, got {text}")
+    return value
+
+
+def _factor(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0 (0: no CPU-time limits), got {text}")
     return value
 
 
@@ -118,6 +143,41 @@ def parser() -> argparse.ArgumentParser:
         help="the same for a mutation job (default %(default)g)",
     )
     p.add_argument("--fail-on-fail", action="store_true", help="exit 1 when any submission does not pass (for CI)")
+    grades = p.add_argument_group("grades (docs/grading.md)")
+    grades.add_argument(
+        "--grading",
+        type=Path,
+        metavar="FILE",
+        help="points and visibility per spec section or per test (TOML or JSON); default: 1 point per test, visible",
+    )
+    grades.add_argument(
+        "--export",
+        action="append",
+        choices=EXPORTS,
+        default=[],
+        help="also write each submission's results in this format: gradescope, DIR/submissions/NAME/results.json",
+    )
+    grades.add_argument(
+        "--time-factor",
+        type=_factor,
+        default=TIME_FACTOR,
+        metavar="F",
+        help="each test's CPU-time limit: F times the reference's CPU time for it on the same worker, and at least "
+        "--time-floor; a submission that hits one is re-run alone before it counts (default %(default)g; 0: none)",
+    )
+    grades.add_argument(
+        "--time-floor",
+        type=_seconds,
+        default=TIME_FLOOR_S,
+        metavar="S",
+        help="the least CPU-time limit of a test, in CPU seconds (default %(default)g)",
+    )
+    grades.add_argument(
+        "--regrade",
+        action="store_true",
+        help="run every submission again, even those whose result is kept under DIR/cache/ for the same content, "
+        "suite and options",
+    )
     p.add_argument(
         "--margins",
         action="store_true",
@@ -257,6 +317,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.no_sandbox:
         print("batch: --no-sandbox: the submissions run with the workers' rights", file=sys.stderr)
+    try:
+        grading = grading_.load(args.grading) if args.grading is not None else grading_.Grading()
+    except grading_.GradingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     digest = suite_digest()
     submissions = resolve_all(args.submissions)
     records = {s.name: new_record(s) for s in submissions}
@@ -270,27 +335,47 @@ def main(argv: list[str] | None = None) -> int:
         "fail_on_fail": args.fail_on_fail,
         "sandbox": not args.no_sandbox,
         "suite_digest": digest,
+        "time_factor": args.time_factor,
+        "time_floor_s": args.time_floor,
+        "grading": grading.describe(),
+        "export": args.export,
+        "regrade": args.regrade,
     }
-    first = [
-        (
-            Job(
-                s.name,
-                s.impl or "",
-                "suite",
-                s.files,
-                s.build,
-                list(args.suite_args),
-                args.job_timeout,
-                margins=args.margins,
-                version=__version__,
-                sandboxed=not args.no_sandbox,
-                suite_digest=digest,
-            ),
-            s,
+    # What a suite job's result depends on (regrade.key): a result kept under DIR/cache/ with the
+    # same key is re-used, unless --regrade.
+    keyed = {
+        "suite_args": args.suite_args,
+        "job_timeout_s": args.job_timeout,
+        "time_factor": args.time_factor,
+        "time_floor_s": args.time_floor,
+        "sandbox": not args.no_sandbox,
+        "margins": args.margins,
+        "suite_digest": digest,
+    }
+    cache = Cache(out)
+
+    def suite_job(s: Any) -> Job:
+        return Job(
+            s.name,
+            s.impl or "",
+            "suite",
+            s.files,
+            s.build,
+            list(args.suite_args),
+            args.job_timeout,
+            margins=args.margins,
+            version=__version__,
+            sandboxed=not args.no_sandbox,
+            suite_digest=digest,
+            time_factor=args.time_factor,
+            time_floor_s=args.time_floor,
         )
-        for s in submissions
-        if s.problem is None
-    ]
+
+    keys = {s.name: cache_key(s, keyed) for s in submissions if s.problem is None}
+    kept = {} if args.regrade else {name: entry for name, k in keys.items() if (entry := cache.get(k)) is not None}
+    first = [(suite_job(s), s) for s in submissions if s.problem is None and s.name not in kept]
+    results: dict[str, dict[str, Any] | None] = {}  # each submission's counted suite result
+    first_attempts: dict[str, list[dict[str, Any]]] = {}  # the tries of a first run that hit a time limit
     mutation_outcomes: dict[str, list[Outcome]] = {}
     mutation_jobs: dict[str, int] = {}
     executor: dict[str, Any] = {}
@@ -323,10 +408,14 @@ def main(argv: list[str] | None = None) -> int:
         return job, submission
 
     def then(outcome: Outcome) -> list[tuple[Job, Any]]:
-        """The mutation jobs that follow a job: a passing suite's mutants, in shards of
-        --shard-size (generated mutants: listed by a first job, then run in groups)."""
+        """The jobs that follow a job: a suite that hit a time limit, run again alone; a passing
+        suite's mutants, in shards of --shard-size (generated mutants: listed by a first job, then
+        run in groups)."""
         submission, kind = outcome.tag, outcome.job.kind
         jobs: list[tuple[Job, Any]] = []
+        if rerun_alone(outcome):
+            progress.add(1)
+            return [(dataclasses.replace(outcome.job, alone=True), submission)]
         if kind == "suite" and args.mutants != "none" and records[submission.name]["verdict"] == PASS:
             if args.mutants == "declared":
                 jobs = [mutation_job(submission, "declared", shard) for shard in shards(args.shard_size)]
@@ -343,25 +432,95 @@ def main(argv: list[str] | None = None) -> int:
         progress.add(len(jobs))
         return jobs
 
+    def judge(outcome: Outcome) -> None:
+        """A suite job's outcome: the submission's verdict, or a first run that hit a time limit."""
+        submission = outcome.tag
+        record = records[submission.name]
+        result = outcome.result or {}
+        if rerun_alone(outcome):
+            record["time_limits"] = {"first_run": limit_summary(result), "rerun_alone": True}
+            first_attempts[submission.name] = [
+                {**attempt, "outcome": "hit a time limit: run again alone"}
+                if attempt.get("outcome") == "result"
+                else attempt
+                for attempt in attempts(outcome)
+            ]
+            progress.write(f"{submission.name}: hit a time limit; running it again alone before the limit counts")
+            return
+        judge_suite(record, outcome, out / SUBMISSIONS / submission.name, out)
+        record["attempts"] = first_attempts.pop(submission.name, []) + record["attempts"]
+        results[submission.name] = outcome.result
+        limits = record.get("time_limits") or {"rerun_alone": False}
+        if outcome.result is not None:
+            limits.update(
+                factor=args.time_factor,
+                floor_s=args.time_floor,
+                counted="the run alone" if outcome.job.alone else "the first run",
+                **({"rerun": limit_summary(result)} if outcome.job.alone else {"first_run": limit_summary(result)}),
+            )
+            if outcome.job.alone:
+                hit = bool(result.get("time_limit_hits") or result.get("timed_out"))
+                limits["limit_counts"] = hit
+        record["time_limits"] = limits
+        if record["verdict"] not in (LOST, KILLED_WORKER) and outcome.result is not None and not record.get("reused"):
+            cache.put(
+                keys[submission.name],
+                {
+                    "name": submission.name,
+                    "result": outcome.result,
+                    "seconds": outcome.seconds,
+                    "ids": outcome.ids,
+                    "died": outcome.died,
+                    "alone": outcome.job.alone,
+                    "time_limits": record["time_limits"],
+                },
+            )
+        if record["verdict"] != PASS:
+            progress.write(f"{submission.name}: {record['verdict']}: {record['reason']}")
+
+    for submission in submissions:  # the results kept from an earlier batch
+        entry = kept.get(submission.name)
+        if entry is None:
+            continue
+        job = dataclasses.replace(suite_job(submission), alone=bool(entry.get("alone")))
+        outcome = Outcome(
+            submission, job, entry["result"], list(entry.get("died") or []), None, entry.get("seconds") or 0.0,
+            list(entry.get("ids") or []),
+        )  # fmt: skip
+        records[submission.name]["reused"] = {
+            "key": keys[submission.name],
+            "from": f"cache/{keys[submission.name]}.json",
+        }
+        records[submission.name]["time_limits"] = entry.get("time_limits")
+        judge(outcome)
+        first += then(outcome)
+    if kept:
+        progress.write(
+            f"batch: {len(kept)} of {len(keys)} submission(s) re-used from {out / 'cache'} (the same content, suite "
+            "and options; --regrade runs them again)"
+        )
     try:
-        with Cluster(args.scheduler, args.scheduler_file, args.workers, not args.no_dashboard) as cluster:
+        with (
+            Cluster(args.scheduler, args.scheduler_file, args.workers, not args.no_dashboard)
+            if first
+            else _NoCluster() as cluster
+        ):
             executor = cluster.describe()
             link = executor.get("dashboard")
-            progress.write(
-                f"batch: {len(submissions)} submission(s) on {executor['kind']} {executor['scheduler']}, "
-                f"{executor['workers']} workers, {executor['threads']} threads"
-                + (f"; Dask dashboard: {link}" if link else "")
-            )
+            if first:
+                progress.write(
+                    f"batch: {len(submissions)} submission(s) on {executor['kind']} {executor['scheduler']}, "
+                    f"{executor['workers']} workers, {executor['threads']} threads"
+                    + (f"; Dask dashboard: {link}" if link else "")
+                )
             for outcome in cluster.run(first, then, progress.event):
                 submission = outcome.tag
                 record = records[submission.name]
                 directory = out / SUBMISSIONS / submission.name
                 if outcome.job.kind == "suite":
-                    judge_suite(record, outcome, directory, out)
-                    ok = record["verdict"] == PASS
+                    judge(outcome)
+                    ok = record["verdict"] == PASS or rerun_alone(outcome)
                     lost += record["verdict"] == LOST
-                    if not ok:
-                        progress.write(f"{submission.name}: {record['verdict']}: {record['reason']}")
                 elif outcome.job.kind == "generated-list":
                     ok = bool(outcome.result and outcome.result.get("mutant_ids"))
                     lost += outcome.result is None and outcome.lost is not None
@@ -398,21 +557,109 @@ def main(argv: list[str] | None = None) -> int:
         if args.mutants != "none" and record["mutation"] is None:
             record["mutation"] = {"mode": args.mutants, "problem": "not run: the suite did not pass", "score": None}
     listed = list(records.values())
+    sheet = write_grades(out, listed, results, grading, args.export)
     executor["wall_s"] = round(time.monotonic() - started, 3)
+    executor["reused"] = len(kept)
     path = write_batch(out, listed, executor, options)
     page = write_dashboard(out, listed, executor, options)
     counts = summary_counts(listed)
     print(
         f"batch: {len(listed)} submission(s) in {executor['wall_s']:.1f} s: "
         + ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+        + f"; {len(kept)} result(s) re-used, {len(keys) - len(kept)} run"
     )
-    print(f"records: {path}\nclass dashboard: {page}")
+    print(f"records: {path}\ngrade sheet: {sheet}\nclass dashboard: {page}")
     if lost:
         print(f"error: {lost} job(s) lost: no verdict for them", file=sys.stderr)
         return 2
     if args.fail_on_fail and any(r["verdict"] != PASS for r in listed):
         return 1
     return 0
+
+
+def rerun_alone(outcome: Outcome) -> bool:
+    """A suite job that hit a time limit (a test's CPU-time limit or --call-timeout, or the job's
+    deadline) on its first run: it runs again alone before the limit counts."""
+    result = outcome.result or {}
+    return (
+        outcome.job.kind == "suite"
+        and not outcome.job.alone
+        and result.get("stage") == "suite"
+        and bool(result.get("time_limit_hits") or result.get("timed_out"))
+    )
+
+
+def limit_summary(result: dict[str, Any]) -> dict[str, Any]:
+    """What a run's record says about time limits: the tests that hit one, the job's deadline,
+    where its limits were calibrated."""
+    calibration = result.get("calibration") or {}
+    return {
+        "hits": result.get("time_limit_hits") or [],
+        "deadline_hit": bool(result.get("timed_out")),
+        "worker": (result.get("where") or {}).get("worker") or (result.get("where") or {}).get("host"),
+        "calibrated_on": (calibration.get("where") or {}).get("worker") or (calibration.get("where") or {}).get("host"),
+        "calibration_reused": bool(calibration.get("reused")),
+        "reference_cpu_s": calibration.get("cpu_s") or {},
+        "limits_s": (result.get("limits") or {}).get("per_test") or {},
+    }
+
+
+class _NoCluster:
+    """Where every job's result was re-used: no cluster is started."""
+
+    def __enter__(self) -> _NoCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "engine": "none",
+            "kind": "no cluster (every result re-used)",
+            "scheduler": "-",
+            "workers": 0,
+            "threads": 0,
+        }
+
+    def run(self, first: Any, then: Any, progress: Any) -> list[Outcome]:
+        return []
+
+
+def write_grades(
+    out: Path,
+    records: list[dict[str, Any]],
+    results: dict[str, dict[str, Any] | None],
+    grading: grading_.Grading,
+    exports: list[str],
+) -> Path:
+    """Each record's grade, from what its harness observed; DIR/grades.csv; with --export
+    gradescope, DIR/submissions/NAME/results.json."""
+    from elmo_conformance.conformance.report.document import write_text
+
+    expected: dict[str, dict[str, Any]] = {}
+    for result in results.values():  # the class's tests: the reference's run on a worker
+        calibration = (result or {}).get("calibration") or {}
+        if calibration.get("items") and not calibration.get("problem"):
+            expected = grading_.expected_tests(calibration, [])
+            break
+    if not expected:  # no calibration came back: every test some submission ran, at its most cases
+        for result in results.values():
+            for name, info in grading_.expected_tests(None, observed_tests(result)[0]).items():
+                if info["cases"] > expected.get(name, {"cases": -1})["cases"]:
+                    expected[name] = info
+    for record in records:
+        counted = record["name"] in results and record["verdict"] not in (LOST, KILLED_WORKER)
+        observed = observed_tests(results.get(record["name"]))[0] if counted else []
+        record["grade"] = grading_.grade(grading, expected, observed, why_missing=record.get("reason"))
+    sheet = write_text(out / grading_.GRADES_FILE, grading_.grades_csv(records, grading))
+    if "gradescope" in exports:
+        for record in records:
+            target = out / SUBMISSIONS / record["name"] / grading_.RESULTS_FILE
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_text(target, json.dumps(grading_.gradescope_results(record, grading.visibility), indent=1) + "\n")
+            record["reports"]["gradescope"] = target.relative_to(out).as_posix()
+    return sheet
 
 
 if __name__ == "__main__":

@@ -9,6 +9,9 @@ What this module handles, because Dask does not:
 - The queue stays here, on the client: the cluster is handed no more jobs than it has worker
   threads, and more as jobs finish. A worker's death counts against every task assigned to it, so
   a job queued behind a job that kills its worker would otherwise be blamed too.
+- A job marked ``alone`` (a submission that hit a time limit, run again before the limit counts)
+  goes to the front of the queue and runs with no other job of the batch beside it: the client
+  hands out nothing else until it is done.
 - A job whose worker died (``KilledWorker``) is retried once, on another worker where there is
   one; a second death is the submission's verdict, "killed its worker". A timeout or a failed
   suite comes back as a result and is never retried. Dask's own retries are off (``retries=0``;
@@ -251,6 +254,8 @@ class Cluster:
             else:
                 no_workers_since = None
             while queue and len(running) < max(slots, 1 if not running else 0):
+                if any(a.job.alone for a in running.values()) or (queue[0].job.alone and running):
+                    break  # a job that runs alone: nothing beside it
                 attempt = queue.popleft()
                 attempt.job = dataclasses.replace(attempt.job, job_id=uuid.uuid4().hex)
                 attempt.ids.append(attempt.job.job_id)
@@ -269,6 +274,8 @@ class Cluster:
                 attempt.started = time.monotonic()
                 running[future] = attempt
                 progress("submitted", len(running), len(queue))
+                if attempt.job.alone:
+                    break
             if not running:
                 time.sleep(0.5)
                 continue
@@ -325,5 +332,8 @@ class Cluster:
                 progress("done", len(running), len(queue))
                 yield outcome
                 for job, tag in then(outcome):
-                    queue.append(Attempt(job, tag))
+                    if job.alone:
+                        queue.appendleft(Attempt(job, tag))
+                    else:
+                        queue.append(Attempt(job, tag))
                 progress("queued", len(running), len(queue))

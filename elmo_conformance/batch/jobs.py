@@ -26,6 +26,13 @@ scheduler or the workers. A job refuses to run without the sandbox unless the ba
 --no-sandbox. The suite's installed files are hashed before and after each job
 (``resources.suite_digest``): a job that finds them other than the client's, or leaves them
 changed, has no verdict.
+
+A suite job is graded from what its harness observed (docs/grading.md): the harness writes a
+journal of its tests as they finish (``journal``, a pytest plugin in the harness's process), so a
+job stopped at its deadline still has the outcomes of the tests that finished. Before the first
+suite job on a worker, the reference (``REFERENCE``) runs the same selection there with the same
+plugin, and its CPU time per test, times the job's ``time_factor`` (at least ``time_floor_s``), is
+each test's CPU-time limit for the submissions that run on that worker (``calibrate``).
 """
 
 from __future__ import annotations
@@ -47,8 +54,15 @@ from typing import Any
 from elmo_conformance import sandbox
 from elmo_conformance.resources import suite_digest
 
+from . import journal
+
 JOB_ENV = "ELMO_CONFORMANCE_BATCH_JOB"
 OUTPUT_TAIL = 20_000  # characters of a job's output shipped back
+REFERENCE = "numpy"  # the implementation each worker's CPU-time limits are calibrated on
+CALIBRATION_DEADLINE_S = 3600.0  # the reference's run on a worker, the calibration
+MESSAGE_SHIPPED = 1500  # characters of each journal entry's failure message shipped back
+# A call the harness gave up on after --call-timeout (conformance/case.py's message): a time limit.
+CALL_TIMEOUT_TEXT = "s (--call-timeout)"
 
 # The guard: waits for its stdin to close (the job ended, or the worker process died), then kills
 # every process whose environment carries JOB_ENV=<id>, until none is left, and removes the job's
@@ -103,6 +117,9 @@ class Job:
     job_id: str = ""  # this try's id (JOB_ENV), set by the executor for each try
     sandboxed: bool = True  # False: --no-sandbox, the submission runs with the worker's rights
     suite_digest: str = ""  # the client's suite_digest(): a worker whose suite differs refuses the job
+    time_factor: float = 0.0  # a suite job: each test's CPU-time limit, times the reference's (0: none)
+    time_floor_s: float = 0.0  # ... and at least this many CPU seconds
+    alone: bool = False  # the executor runs it with no other job of the batch beside it
 
 
 def read_tail(handle: Any, limit: int = OUTPUT_TAIL * 4) -> str:
@@ -234,14 +251,12 @@ def run_job(job: Job) -> dict[str, Any]:
             from .submissions import unpack
 
             unpack(job.files, work)
-        env = dict(os.environ)
-        env[JOB_ENV] = job_id
-        env.pop("PYTEST_CURRENT_TEST", None)
-        if not job.sandboxed:
-            env[sandbox.OFF_ENV] = "1"
+        env = _job_env(job, job_id)
+
+        calibrating = [0.0]  # seconds of the reference's run on this worker: not the job's
 
         def left() -> float:
-            return job.deadline_s - (time.monotonic() - started)
+            return job.deadline_s - (time.monotonic() - started - calibrating[0])
 
         if job.build:
             box = sandbox.Sandbox(writable=(str(work),), keep=(JOB_ENV,))
@@ -251,7 +266,11 @@ def run_job(job: Job) -> dict[str, Any]:
                 result.update(stage="build", timed_out=code is None)
         if result.get("stage") != "build":
             if job.kind == "suite":
-                result.update(_suite(job, work, tmp, env, left()))
+                # The reference's CPU time per test on this worker, outside the job's deadline.
+                before_calibration = time.monotonic()
+                result["calibration"] = calibrate(job, job_id, before, tmp / "calibration")
+                calibrating[0] = time.monotonic() - before_calibration
+                result.update(_suite(job, work, tmp, env, left(), result))
             else:
                 result.update(_mutants(job, work, tmp, env, left()))
             result["stage"] = job.kind
@@ -270,14 +289,119 @@ def run_job(job: Job) -> dict[str, Any]:
     return result
 
 
-def _suite(job: Job, work: Path, tmp: Path, env: dict[str, str], deadline_s: float) -> dict[str, Any]:
+# The calibrations made in this worker process: (suite options, sandbox, suite digest) -> calibration.
+_CALIBRATIONS: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+
+def calibrate(job: Job, job_id: str, digest: str, folder: Path) -> dict[str, Any]:
+    """The reference's CPU seconds per test on this worker, for the job's selection: run once per
+    worker process, selection and suite (`digest`; the first suite job pays it), with the
+    journal's plugin and in the same sandbox as a submission, outside any job's deadline; in
+    `folder`, inside the job's own (its guard ends what is left of it)."""
+    key = (tuple(job.suite_args), job.sandboxed, digest)
+    if key in _CALIBRATIONS:
+        return {**_CALIBRATIONS[key], "reused": True}
+    from elmo_conformance import run
+
+    started = time.monotonic()
+    work = folder / "reference"
+    work.mkdir(parents=True)
+    try:
+        env = _job_env(job, job_id)
+        env[journal.JOURNAL_ENV] = str(folder / "journal.jsonl")
+        ran = run(
+            REFERENCE,
+            [*job.suite_args, "-p", journal.PLUGIN],
+            deadline_s=CALIBRATION_DEADLINE_S,
+            capture=True,
+            cwd=work,
+            env=env,
+        )
+        entries = journal.read(folder / "journal.jsonl")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    cpu: dict[str, float] = {}
+    items: dict[str, int] = {}
+    sections: dict[str, list[str]] = {}
+    for entry in entries:
+        if entry.get("event") == "test":
+            name = str(entry.get("test"))
+            cpu[name] = max(cpu.get(name, 0.0), float(entry.get("cpu_s") or 0.0))
+            items[name] = items.get(name, 0) + 1
+            sections.setdefault(name, list(entry.get("sections") or []))
+    calibration: dict[str, Any] = {
+        "reference": REFERENCE,
+        "where": _where(),
+        "exit_status": ran.exit_status,
+        "cpu_s": cpu,
+        "items": items,
+        "sections": sections,
+        "seconds": round(time.monotonic() - started, 3),
+    }
+    if not ran.complete:
+        calibration["problem"] = f"the reference's run did not finish: {ran.problem}"
+    else:
+        _CALIBRATIONS[key] = calibration
+    return calibration
+
+
+def limits(calibration: dict[str, Any], factor: float, floor_s: float) -> dict[str, float]:
+    """Each test's CPU-time limit: `factor` times the reference's CPU time, and at least `floor_s`;
+    "*" for a test the reference did not run."""
+    cpu = calibration.get("cpu_s") or {}
+    found = {name: round(max(floor_s, factor * seconds), 3) for name, seconds in cpu.items()}
+    found["*"] = round(max(floor_s, factor * max(cpu.values(), default=0.0)), 3)
+    return found
+
+
+def _job_env(job: Job, job_id: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env[JOB_ENV] = job_id
+    env.pop("PYTEST_CURRENT_TEST", None)
+    # The harness runs in the submission's folder: Python must not import from it (a submission's
+    # own pytest.py or elmo_conformance/ would run in the harness's process, outside the sandbox).
+    env["PYTHONSAFEPATH"] = "1"
+    if not job.sandboxed:
+        env[sandbox.OFF_ENV] = "1"
+    return env
+
+
+def time_limit_hits(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tests of a journal that hit a time limit: their CPU-time limit, or --call-timeout."""
+    hits = []
+    for entry in entries:
+        if entry.get("event") != "test":
+            continue
+        if entry.get("hit"):
+            hits.append({"nodeid": entry.get("nodeid"), "test": entry.get("test"), **entry["hit"]})
+        elif entry.get("outcome") == "failed" and CALL_TIMEOUT_TEXT in (entry.get("message") or ""):
+            hits.append({"nodeid": entry.get("nodeid"), "test": entry.get("test"), "kind": "call-timeout"})
+    return hits
+
+
+def _suite(
+    job: Job, work: Path, tmp: Path, env: dict[str, str], deadline_s: float, given: dict[str, Any]
+) -> dict[str, Any]:
     from elmo_conformance import run
 
     if deadline_s <= 0:
         return {"timed_out": True, "exit_status": None, "problem": "no time was left for the suite"}
     report = tmp / "report.json" if job.margins else None
-    result = run(job.impl, job.suite_args, report=report, deadline_s=deadline_s, capture=True, cwd=work, env=env)
+    path = tmp / "journal.jsonl"  # the job's folder, not the submission's: out of the sandbox's reach
+    env = {**env, journal.JOURNAL_ENV: str(path)}
+    calibration = given.get("calibration") or {}
+    applied: dict[str, float] = {}
+    if job.time_factor > 0 and not calibration.get("problem"):
+        applied = limits(calibration, job.time_factor, job.time_floor_s)
+        (tmp / "limits.json").write_text(json.dumps(applied), encoding="utf-8")
+        env[journal.LIMITS_ENV] = str(tmp / "limits.json")
+    args = [*job.suite_args, "-p", journal.PLUGIN]
+    result = run(job.impl, args, report=report, deadline_s=deadline_s, capture=True, cwd=work, env=env)
     timed_out = any("deadline" in note for note in result.notes) and result.exit_status == 3
+    entries = journal.read(path)
+    for entry in entries:
+        if isinstance(entry.get("message"), str):
+            entry["message"] = entry["message"][-MESSAGE_SHIPPED:]
     return {
         "exit_status": result.exit_status,
         "complete": result.complete,
@@ -287,6 +411,9 @@ def _suite(job: Job, work: Path, tmp: Path, env: dict[str, str], deadline_s: flo
         "report": result.report,
         "output": _tail(result.output),
         "suite_s": round(result.duration_s, 3),
+        "journal": entries,
+        "limits": {"factor": job.time_factor, "floor_s": job.time_floor_s, "per_test": applied},
+        "time_limit_hits": time_limit_hits(entries),
     }
 
 

@@ -86,7 +86,7 @@ def _section_key(section: str) -> tuple:
     return tuple(int(p) if p.isdigit() else 10**6 for p in section.split("."))
 
 
-def _attempts(outcome: Any) -> list[dict[str, Any]]:
+def attempts(outcome: Any) -> list[dict[str, Any]]:
     """Each try of the job: its id (the JOB_ENV its processes carried), where it ran, what came of it."""
     ids = list(outcome.ids)
     attempts = [
@@ -109,9 +109,32 @@ def _attempts(outcome: Any) -> list[dict[str, Any]]:
     return attempts
 
 
+def observed_tests(result: dict[str, Any] | None) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    """Each test's outcome as the harness observed it, and None, or what is known of a run that did
+    not finish: its complete report's tests, or else the journal its harness wrote as the tests
+    finished (elmo_conformance/batch/journal.py), with {"finished": N, "collected": M}. A test
+    that hit its CPU-time limit is failed, whatever came of its last call."""
+    result = result or {}
+    entries = [e for e in result.get("journal") or [] if isinstance(e, dict)]
+    hits = {e.get("nodeid") for e in entries if e.get("event") == "test" and e.get("hit")}
+    report = result.get("report")
+    partial: dict[str, Any] | None = None
+    if isinstance(report, dict) and report.get("complete") is True and not report.get("refused"):
+        tests = [dict(t) for t in report.get("tests") or [] if isinstance(t, dict)]
+    else:
+        tests = [dict(e) for e in entries if e.get("event") == "test"]
+        collected = next((e.get("nodeids") for e in entries if e.get("event") == "collected"), None)
+        partial = {"finished": len(tests), "collected": len(collected) if isinstance(collected, list) else None}
+    for test in tests:
+        test.setdefault("test", str(test.get("nodeid", "")).split("::")[-1].split("[")[0])
+        if test.get("nodeid") in hits and test.get("outcome") == "passed":
+            test["outcome"] = "failed"
+    return tests, partial
+
+
 def judge_suite(record: dict[str, Any], outcome: Any, directory: Path, out: Path) -> None:
     """Fill a submission's record from its suite job's outcome, and write its reports."""
-    record["attempts"] = _attempts(outcome)
+    record["attempts"] = attempts(outcome)
     record["duration_s"] = round(outcome.seconds, 3)
     if outcome.result is None:
         if outcome.lost is None:
@@ -175,10 +198,29 @@ def judge_suite(record: dict[str, Any], outcome: Any, directory: Path, out: Path
                 record["reports"]["html"] = (directory / "report.html").relative_to(out).as_posix()
             except Exception as exc:  # a page that cannot be rendered is noted, never the verdict
                 record["page_error"] = f"{type(exc).__name__}: {exc}"
+    tests, partial = observed_tests(result)
+    if partial is not None and partial["finished"]:
+        # The run did not finish: what its harness journaled, test by test, still counts.
+        record["counts"] = dict(Counter(str(t.get("outcome")) for t in tests))
+        record["sections"] = _sections({"tests": tests})
+        failing = [t for t in tests if t.get("outcome") in ("failed", "error", "xpassed")]
+        record["failures"] = [
+            {
+                "nodeid": t.get("nodeid"),
+                "sections": t.get("sections") or [],
+                "first_lines": first_lines(t.get("message")),
+            }
+            for t in failing[:FAILURES_KEPT]
+        ]
+        record["failures_total"] = len(failing)
+    if partial is not None:
+        record["partial"] = partial
     problem = result.get("problem")
     if result.get("timed_out"):
+        done = f"; {partial['finished']} of {partial['collected']} tests had finished" if partial else ""
         record.update(
-            verdict=HUNG, reason=f"the suite ran past the job's deadline ({outcome.job.deadline_s:g} s) and was stopped"
+            verdict=HUNG,
+            reason=f"the suite ran past the job's deadline ({outcome.job.deadline_s:g} s) and was stopped{done}",
         )
     elif status == 0:
         record.update(verdict=PASS, reason=None)
