@@ -18,6 +18,7 @@ import traceback
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
+from typing import Any
 
 from hypothesis import Phase, settings
 
@@ -26,6 +27,7 @@ from elmo_conformance.conformance.loading import AdapterLoadError, load_adapter,
 from elmo_conformance.conformance.protocol import protocol
 from elmo_conformance.running import run_here
 
+from . import warm
 from .collector import CallRecorder, Collector, Coverage, LineCoverage, Send
 from .copies import FromCopy
 from .declared import declared_mutants, describe
@@ -73,15 +75,19 @@ class GeneratedJob(MutantJob):
     generated: Generated | None = None  # None: the clean implementation, run as every mutant is
     scratch: str = ""  # the run's scratch folder; this mutant's own is made inside it
     control: bool = False  # the clean implementation through every test (the control run)
+    fresh: bool = False  # run in a pytest session of its own, not a warm worker's fork (warm.py)
 
 
 _SAID: list[str] = []  # what the last suite run wrote to standard error (a refusal's reason)
 
 
-def _run_suite(impl: str, collector: Collector, mutant: str | None = None, select: str | None = None) -> int:
+def _run_suite(
+    impl: str, collector: object, mutant: str | None = None, select: str | None = None, plugins: tuple = ()
+) -> int:
     """The suite in this worker through the entry point's in-process form (elmo_conformance.running.run_here):
     the same command line as every other run, pytest's exit status. What pytest writes to standard
-    error (a refusal to start says why there) is kept for the verdict and copied to the log."""
+    error (a refusal to start says why there) is kept for the verdict and copied to the log.
+    `collector` observes the run (with `plugins`, when there are more)."""
     # unraisableexception runs gc.collect() five times per session: about a second once torch is loaded.
     args = ["-p", "no:cacheprovider", "-p", "no:terminal", "-p", "no:unraisableexception"]
     args += ["--hypothesis-profile", PROFILE]
@@ -91,7 +97,7 @@ def _run_suite(impl: str, collector: Collector, mutant: str | None = None, selec
     said = io.StringIO()
     try:
         with contextlib.redirect_stderr(said):
-            return run_here(impl, args, isolation="in-process", mutant=mutant, plugins=[collector])
+            return run_here(impl, args, isolation="in-process", mutant=mutant, plugins=[collector, *plugins])
     finally:
         _SAID[:] = [said.getvalue()]
         sys.stderr.write(said.getvalue())
@@ -201,6 +207,12 @@ def _run_tests(run: MutantRun, impl: str, mutant: str | None, job: MutantJob, se
     collector = Collector(send, order=order, must_run=job.must_run, fail_fast=job.fail_fast)
     exit_code = _run_suite(impl, collector, mutant, job.select)
     run.duration = time.perf_counter() - started
+    return judge(run, exit_code, collector)
+
+
+def judge(run: MutantRun, exit_code: int, collector: Collector) -> MutantRun:
+    """The mutant's status from its run's outcomes and pytest's exit status (a warm run, which
+    runs no pytest session of its own, passes the status a session would have ended with)."""
     run.tests = collector.outcomes
     problem = exit_problem(exit_code, collector)
     if problem:
@@ -283,15 +295,26 @@ def serve(conn: Connection, log_path: str) -> None:
     os.dup2(log.fileno(), 2)
     _register_profile()
     conn.send(("ready", os.getpid()))
+    pending: Any = None  # a job a warm session received but could not run
     while True:
-        try:
-            job = conn.recv()
-        except EOFError:
-            return
+        if pending is not None:
+            job, pending = pending, None
+        else:
+            try:
+                job = conn.recv()
+            except EOFError:
+                return
         if job is None:
             return
         try:
             result: Baseline | MutantRun
+            if warm.eligible(job):
+                # A Python implementation's mutants: one session, forked per mutant; it answers
+                # the jobs it takes itself and returns the first one it cannot take.
+                pending = warm.run_warm(job, conn)
+                if pending is warm.STOP:
+                    return
+                continue
             if isinstance(job, BaselineJob):
                 result = run_baseline(job, conn.send)
             elif isinstance(job, GeneratedJob):

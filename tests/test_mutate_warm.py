@@ -1,0 +1,82 @@
+"""Warm workers (conformance/mutants/warm.py, zygote.py) judge a Python implementation's generated
+mutants as a fresh process per mutant does (`mutate --fresh`).
+
+On a copy of tests/examples/outside_mix.py with `-k` selecting four tests: a seeded sample of its
+mutants, the one that hangs, one that changes the adapter's hello (collected differently: run
+fresh), and mutmut's two checks of switched mutants (every mutant off survives; a mutant forced to
+fail is seen failing), each through both paths with one clean copy and one test order
+(tests/mutate_modes.py): the same status and the same killing test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from elmo_conformance.conformance.mutants.generate import generate
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "tests" / "examples" / "outside_mix.py"
+FAST = "hand_example or stable_for_large_s"
+HANGS = "k += 1 -> pass"  # the softmax's loop never ends: a Timeout
+NEW_HELLO = 'grad", " -> (nothing)'  # drops two capabilities: another hello, another collection
+
+
+def modes(user: Path, *args: str) -> dict:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    command = [sys.executable, str(ROOT / "tests" / "mutate_modes.py"), str(user / "outside_mix.py"), "-k", FAST]
+    done = subprocess.run([*command, *args], capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def differences(found: dict) -> list[str]:
+    """Each mutant whose status or first killer differs between the two paths."""
+    out = []
+    for key, label in found["mutants"].items():
+        fresh, warm = found["fresh"][key], found["warm"][key]
+        if (fresh["status"], fresh["killers"]) != (warm["status"], warm["killers"]):
+            out.append(f"{label}: fresh {fresh['status']} {fresh['killers']}, warm {warm['status']} {warm['killers']}")
+    return out
+
+
+def test_warm_workers_give_each_mutant_the_status_and_killer_a_fresh_process_gives(tmp_path: Path) -> None:
+    shutil.copy(EXAMPLE, tmp_path / "outside_mix.py")
+    ids = {m.label().split("  ", 1)[1]: m.id for m in generate(tmp_path / "outside_mix.py")}
+    found = modes(
+        tmp_path, "--sample", "10", "--seed", "0", "--timeout", "8", "--forced",
+        "--mutant", ids[HANGS], "--mutant", ids[NEW_HELLO],
+    )  # fmt: skip
+    assert len(found["order"]) == 4, found["order"]
+    assert differences(found) == []
+    warm = {key: result["status"] for key, result in found["warm"].items()}
+    assert warm["forced-off"] == "Survived"  # every mutant off: the clean code passes through the warm path
+    assert warm["forced-fail"] == "Killed"  # a mutant forced to fail is seen failing
+    assert found["warm"]["forced-fail"]["killers"] == [found["order"][0]]
+    assert warm[ids[HANGS]] == "Timeout"
+    assert warm[ids[NEW_HELLO]] == "Survived"
+    assert {"Killed", "Survived"} <= set(warm.values())  # the sample judges both ways
+
+
+def test_the_comparison_sees_a_verdict_that_differs() -> None:
+    """The check itself: a mutant whose warm status or killer is not the fresh one is named."""
+    same = {"status": "Killed", "killers": ["t[a]"]}
+    found = {
+        "mutants": {"m1": "f.py:1:1  a -> b", "m2": "f.py:2:1  c -> d"},
+        "fresh": {"m1": same, "m2": same},
+        "warm": {"m1": same, "m2": {"status": "Killed", "killers": ["t[b]"]}},
+    }
+    assert differences(found) == ["f.py:2:1  c -> d: fresh Killed ['t[a]'], warm Killed ['t[b]']"]
+    found["warm"]["m2"] = {"status": "Survived", "killers": []}
+    assert len(differences(found)) == 1
+    found["warm"]["m2"] = same
+    assert differences(found) == []
+
+
+pytestmark = pytest.mark.xdist_group("mutate-warm")
