@@ -174,12 +174,13 @@ def test_a_grade_is_the_points_times_the_share_of_cases_passed():
 def _record(name: str, verdict: str, passing: set[str], **extra) -> dict:
     expected = {t: {"cases": 1, "sections": list(grading.suite_tests()[t])} for t in POINTS}
     observed = [{"test": t, "nodeid": t, "outcome": "passed" if t in passing else "failed"} for t in POINTS]
-    record = {"name": name, "verdict": verdict, "reason": None, "duration_s": 3.4, **extra}
+    record = records.new_record(submissions.Submission(name, name, "folder", "adapter.py"))
+    record.update(verdict=verdict, duration_s=3.4, **extra)
     record["grade"] = grading.grade(grading.load(GRADING), expected, observed)
     return record
 
 
-def test_the_grade_sheet_and_gradescopes_results_by_hand():
+def test_the_grade_sheet_and_gradescopes_results_by_hand(tmp_path):
     """docs/grading.md, "grades.csv" and "Gradescope": a row per submission with a column per
     chapter and, with per_test_columns, per test; results.json in Gradescope's documented schema
     (https://gradescope-autograders.readthedocs.io/en/latest/specs/), where a submission that fails
@@ -215,6 +216,17 @@ def test_the_grade_sheet_and_gradescopes_results_by_hand():
         "Visible tests: 3 of 3 passed. 3 more test(s) are not shown here yet; they count in the score."
         in (hidden["output"])
     )
+    options = {"mutants": "none", "suite_args": [], "job_timeout_s": 25, "time_factor": 20.0, "time_floor_s": 10.0}
+    page = records.write_dashboard(tmp_path, sheet, {"reused": 0}, {**options, "grading": {"source": "g.toml"}})
+    html = page.read_text()
+    for record in sheet:  # the class dashboard: a score column
+        total = CLASS_EXPECTED[record["name"]][2]
+        assert f'data-submission="{record["name"]}" data-verdict="{record["verdict"]}"' in html
+        assert (
+            f'data-score="{total} / 14">{total} / 14<small>' in html
+            or f'data-score="{total} / 14">{total} / 14</td>' in html
+        )
+    assert "partial: 2 of 6 cases finished" in html and "g.toml; CPU-time limits 20.0" in html
     everyone_sees = dict(sheet[0], grade=grading.grade(grading.Grading(), {HAND: {"cases": 1, "sections": []}}, []))
     assert "All tests passed" not in grading.gradescope_results(everyone_sees)["output"]  # 0 of 1 passed
 
@@ -418,6 +430,9 @@ def check_class(out: Path) -> dict[str, dict]:
         assert (
             data[name]["time_limits"]["rerun_alone"] is False and data[name]["time_limits"]["first_run"]["hits"] == []
         )
+    page = (out / "index.html").read_text()
+    for name, (_, _, total, _) in CLASS_EXPECTED.items():
+        assert f'data-score="{total} / 14"' in page, name
     # The hostile submission's own results.json, grade sheet and journal lines changed nothing.
     assert data["crash"]["grade"]["score"] == 8
     assert not any(p.name in ("grades.csv", "journal.jsonl") for p in (out / "submissions" / "crash").iterdir())

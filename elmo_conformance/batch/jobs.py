@@ -61,6 +61,7 @@ OUTPUT_TAIL = 20_000  # characters of a job's output shipped back
 REFERENCE = "numpy"  # the implementation each worker's CPU-time limits are calibrated on
 CALIBRATION_DEADLINE_S = 3600.0  # the reference's run on a worker, the calibration
 MESSAGE_SHIPPED = 1500  # characters of each journal entry's failure message shipped back
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")  # kept in the sandbox
 # A call the harness gave up on after --call-timeout (conformance/case.py's message): a time limit.
 CALL_TIMEOUT_TEXT = "s (--call-timeout)"
 
@@ -361,6 +362,10 @@ def _job_env(job: Job, job_id: str) -> dict[str, str]:
     # The harness runs in the submission's folder: Python must not import from it (a submission's
     # own pytest.py or elmo_conformance/ would run in the harness's process, outside the sandbox).
     env["PYTHONSAFEPATH"] = "1"
+    # One thread per worker (README, "Where the jobs run"), and a CPU time that does not grow with
+    # the machine's load: a BLAS pool waiting for its threads on busy cores spins, and counts.
+    for variable in THREAD_VARIABLES:
+        env.setdefault(variable, "1")
     if not job.sandboxed:
         env[sandbox.OFF_ENV] = "1"
     return env

@@ -365,10 +365,22 @@ def write_dashboard(
         titles = {k: v for k, v in sections().items() if k in columns}
     except Exception:
         pass
-    rows = [{**r, "cells": chapter_cells(r, columns)} for r in records]
+    from .grading import number
+
+    rows = [
+        {
+            **r,
+            "cells": chapter_cells(r, columns),
+            "score_text": f"{number(r['grade']['score'])} / {number(r['grade']['max_score'])}"
+            if r.get("grade")
+            else "",
+        }
+        for r in records
+    ]
     html = render._page(
         "batch.html.j2",
         rows=rows,
+        grades=any(r.get("grade") for r in records),
         columns=columns,
         titles=titles,
         summary=summary_counts(records),
