@@ -231,7 +231,7 @@ def test_the_grade_sheet_and_gradescopes_results_by_hand(tmp_path):
     assert "All tests passed" not in grading.gradescope_results(everyone_sees)["output"]  # 0 of 1 passed
 
 
-def test_observed_tests_come_from_a_complete_report_or_else_the_journal():
+def test_observed_tests_come_from_a_complete_report_or_else_the_journal(tmp_path):
     """docs/grading.md, "Partial results": a complete report's outcomes; a run that did not finish,
     its harness's journal; a test stopped at its CPU-time limit is failed whatever its last call
     gave."""
@@ -246,6 +246,10 @@ def test_observed_tests_come_from_a_complete_report_or_else_the_journal():
     tests, partial = records.observed_tests({"report": {"complete": False}, "journal": journal})
     assert partial == {"finished": 2, "collected": 3} and [t["outcome"] for t in tests] == ["passed", "failed"]
     assert records.observed_tests(None) == ([], {"finished": 0, "collected": None})
+    refused = {"stage": "suite", "exit_status": 4, "report": {"complete": True, "refused": "no adapter"}, "journal": []}
+    record = records.new_record(submissions.Submission("r", "r", "folder", "adapter.py"))
+    records.judge_suite(record, Outcome(None, jobs.Job("r", "adapter.py"), refused), tmp_path / "r", tmp_path)
+    assert record["verdict"] == records.NOT_LOADED and "partial" not in record  # nothing was collected
 
 
 def test_the_time_limits_a_run_hit_are_its_cpu_limits_and_call_timeouts():

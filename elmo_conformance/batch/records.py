@@ -213,11 +213,12 @@ def judge_suite(record: dict[str, Any], outcome: Any, directory: Path, out: Path
             for t in failing[:FAILURES_KEPT]
         ]
         record["failures_total"] = len(failing)
-    if partial is not None:
+    if partial is not None and partial["collected"] is not None:  # its tests were collected, not all finished
         record["partial"] = partial
     problem = result.get("problem")
     if result.get("timed_out"):
-        done = f"; {partial['finished']} of {partial['collected']} tests had finished" if partial else ""
+        counted = record.get("partial")
+        done = f"; {counted['finished']} of {counted['collected']} tests had finished" if counted else ""
         record.update(
             verdict=HUNG,
             reason=f"the suite ran past the job's deadline ({outcome.job.deadline_s:g} s) and was stopped{done}",
