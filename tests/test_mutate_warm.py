@@ -50,7 +50,7 @@ def test_warm_workers_give_each_mutant_the_status_and_killer_a_fresh_process_giv
     shutil.copy(EXAMPLE, tmp_path / "outside_mix.py")
     ids = {m.label().split("  ", 1)[1]: m.id for m in generate(tmp_path / "outside_mix.py")}
     found = modes(
-        tmp_path, "--sample", "10", "--seed", "0", "--timeout", "8", "--forced",
+        tmp_path, "--sample", "8", "--seed", "0", "--timeout", "6", "--forced",
         "--mutant", ids[HANGS], "--mutant", ids[NEW_HELLO],
     )  # fmt: skip
     assert len(found["order"]) == 4, found["order"]

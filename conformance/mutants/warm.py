@@ -36,6 +36,7 @@ import select
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -106,8 +107,17 @@ class WarmLoop:
     """The plugin that replaces pytest's test loop in a worker's warm session: it judges jobs
     until one comes that this session cannot run, which it leaves in `leftover`."""
 
-    def __init__(self, first: Any, conn: Connection, slot: Path, impl: str, served: Callable[[str], str]) -> None:
+    def __init__(
+        self,
+        first: Any,
+        conn: Connection,
+        slot: Path,
+        impl: str,
+        served: Callable[[str], str],
+        zygote: subprocess.Popen | None,
+    ) -> None:
         self.first, self.conn, self.slot, self.impl, self.served = first, conn, slot, impl, served
+        self.zygote = zygote
         self.took = False  # the loop ran (else the first job still has to be run)
         self.leftover: Any = STOP
         self.problem: str | None = None
@@ -144,6 +154,10 @@ class WarmLoop:
         while True:
             started = time.perf_counter()
             run = self._one(session, adapter, clean, job, started)
+            if self.zygote is not None and self.zygote.poll() is not None:
+                # The warm server ended during this mutant (one of its forks killed it): the
+                # mutant runs fresh, and the next ones in a new warm session.
+                run = None
             if run is None:  # another hello: collected differently, so run fresh
                 self.leftover = replace(job, fresh=True)
                 return True
@@ -162,7 +176,7 @@ class WarmLoop:
 
     def _one(self, session: pytest.Session, adapter: Any, clean: tuple, job: Any, started: float) -> MutantRun | None:
         run = MutantRun(job.impl, job.mutant, selected=list(job.order))
-        shutil.rmtree(self.slot, ignore_errors=True)
+        clear(self.slot)
         try:
             self.conn.send(("start", "writing the mutant"))
             impl = self.served(prepare(job.target, job.generated, self.slot)[0])
@@ -174,7 +188,7 @@ class WarmLoop:
         try:
             return self._fork(session, adapter, clean, job, run, started)
         finally:
-            shutil.rmtree(self.slot, ignore_errors=True)
+            clear(self.slot)
 
     def _fork(
         self, session: pytest.Session, adapter: Any, clean: tuple, job: Any, run: MutantRun, started: float
@@ -269,25 +283,48 @@ ZYGOTE = Path(__file__).resolve().parent / "zygote.py"
 ZYGOTE_START_S = 60.0  # seconds the warm server may take to import the protocol server
 
 
-def start_zygote(folder: Path, root: str) -> tuple[subprocess.Popen | None, str]:
-    """The warm server (zygote.py) in the sandbox of `folder`, or None and why not."""
+def clear(slot: Path) -> None:
+    """Empty the slot, keeping the folder itself: the warm server's sandbox binds that folder."""
+    for entry in list(slot.iterdir()) if slot.is_dir() else []:
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+
+
+def start_zygote(folder: Path, slot: Path, root: str) -> tuple[subprocess.Popen | None, str]:
+    """The warm server (zygote.py) in a sandbox whose one writable folder is the slot, as a
+    fresh served mutant's is its copy's folder, or None and why not. Its listening socket is
+    made here, outside the slot, and inherited: no mutant can remove or replace it."""
     from elmo_conformance import sandbox
     from elmo_conformance.conformance.process import _LAUNCHER
 
     from .zygote import READY, ROOT_ENV
 
-    argv = [sys.executable, str(ZYGOTE), "serve", str(folder / "zygote.sock")]
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(folder / "zygote.sock"))
+    listener.listen(8)
+    argv = [sys.executable, str(ZYGOTE), "serve", str(listener.fileno())]
     env = dict(os.environ)
     if sandbox.active():
-        box = sandbox.Sandbox(writable=(str(folder),))
-        command = box.command(argv, cwd=folder, env=env)
+        box = sandbox.Sandbox(writable=(str(slot),))
+        command = box.command(argv, cwd=slot, env=env)
         env = box.environment(env, {ROOT_ENV: root})
     else:
         command = [sys.executable, "-S", "-c", _LAUNCHER, str(os.getpid()), *argv]
         env[ROOT_ENV] = root
-    process = subprocess.Popen(
-        command, cwd=folder, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=env, start_new_session=True
-    )
+    try:
+        process = subprocess.Popen(
+            command,
+            cwd=slot,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            env=env,
+            start_new_session=True,
+            pass_fds=(listener.fileno(),),
+        )
+    finally:
+        listener.close()
     assert process.stdout is not None
     ready, _, _ = select.select([process.stdout], [], [], ZYGOTE_START_S)
     line = process.stdout.readline() if ready else b""
@@ -313,14 +350,15 @@ def run_warm(first: Any, conn: Connection) -> Any:
     target = first.target
     folder = Path(tempfile.mkdtemp(prefix="warm-", dir=first.scratch or None))
     slot = folder / "slot"
-    zygote, why = start_zygote(folder, target.root)
-    if zygote is None:
-        print(f"warm session: no warm server ({why}); each mutant's adapter process starts fresh", flush=True)
-    served = (lambda impl: connect_command(folder, slot)) if zygote is not None else (lambda impl: impl)
+    zygote: subprocess.Popen | None = None
     try:
         impl, _ = prepare(target, None, slot)
+        zygote, why = start_zygote(folder, slot, target.root)
+        if zygote is None:
+            print(f"warm session: no warm server ({why}); each mutant's adapter process starts fresh", flush=True)
+        served = (lambda impl: connect_command(folder, slot)) if zygote is not None else (lambda impl: impl)
         impl = served(impl)
-        loop = WarmLoop(first, conn, slot, impl, served)
+        loop = WarmLoop(first, conn, slot, impl, served, zygote)
         _run_suite(impl, loop, select=first.select)
         if loop.crash:
             _WARM_FAILED.add(target.root)

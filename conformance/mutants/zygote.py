@@ -1,13 +1,13 @@
 """The warm server of a worker's warm session (warm.py): served mutants forked, not started.
 
-    python .../zygote.py serve SOCKET            # once per warm session, in the sandbox
+    python .../zygote.py serve FD                # once per warm session, in the sandbox
     python -S .../zygote.py connect SOCKET CONFIG.json   # per served mutant: the harness's --impl
 
 A fresh served mutant (overlay.py) pays a Python start and the protocol server's imports (the
 harness's wire, protocol and loading modules, NumPy) before the implementation's own code runs.
 `serve` pays them once: it imports the protocol server, checks that nothing under the project root
 (named in ROOT_ENV, not on its command line, which the sandbox would make readable) came with it,
-and listens on SOCKET. `connect` is the process the harness starts for a mutant, in
+and accepts connections on FD, the listening socket the worker made and it inherits. `connect` is the process the harness starts for a mutant, in
 its own sandbox as every served adapter is: it hands its standard input, output and error to the
 warm server (SCM_RIGHTS), which forks a child that becomes overlay.py's server for CONFIG on them:
 the child imports the implementation from the mutant's copy (every project module executed from
@@ -53,7 +53,7 @@ def _project_modules(root: str) -> list[str]:
     return found
 
 
-def serve(path: str) -> int:
+def serve(fd: int) -> int:
     root = os.environ.pop(ROOT_ENV, "") or "/nonexistent"
     out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)  # what the imports print goes to standard error
@@ -64,9 +64,7 @@ def serve(path: str) -> int:
     if loaded:  # forked children would share what a fresh process imports from the mutant's copy
         out.write(REFUSED + f"the protocol server imports the project's {', '.join(loaded[:3])}\n".encode())
         return 3
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path)
-    listener.listen(8)
+    listener = socket.socket(fileno=fd)
     out.write(READY)
     out.close()
     children: dict[int, tuple[socket.socket, int]] = {}  # pidfd -> (its connection, its pid)
@@ -136,6 +134,7 @@ def _fork(connection: socket.socket, listener: socket.socket) -> tuple[int, int]
     if pid == 0:
         code = 1
         try:
+            os.setsid()  # a group of its own: a mutant's kill(0, ...) does not reach the warm server
             listener.close()
             connection.close()
             for index, fd in enumerate(fds):
@@ -203,10 +202,10 @@ def connect(path: str, config: str) -> int:
 
 def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "serve":
-        return serve(argv[1])
+        return serve(int(argv[1]))
     if len(argv) == 3 and argv[0] == "connect":
         return connect(argv[1], argv[2])
-    print("usage: zygote.py serve SOCKET | zygote.py connect SOCKET CONFIG.json", file=sys.stderr)
+    print("usage: zygote.py serve FD | zygote.py connect SOCKET CONFIG.json", file=sys.stderr)
     return 2
 
 
