@@ -129,7 +129,8 @@ class Journal:
     def __init__(self, path: Path, limits: dict[str, float] | None) -> None:
         self.handle = open(path, "a", encoding="utf-8")  # noqa: SIM115  (closed at the session's end)
         self.limits = limits or {}
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()  # the journal file
+        self.switch = threading.Lock()  # the running test: taken to change it, and to stop its processes
         self.current: dict[str, Any] | None = None
         self.done = threading.Event()
         self.watchdog = threading.Thread(target=self._watch, name="elmo-batch-cpu-watchdog", daemon=True)
@@ -152,8 +153,10 @@ class Journal:
                 continue
             used = tree_cpu() - current["cpu0"]
             if used > current["limit_s"]:
-                current["hit"] = {"kind": "cpu", "cpu_s": round(used, 3), "limit_s": current["limit_s"]}
-                kill_descendants()
+                with self.switch:  # only while this test still runs: never the next test's process
+                    if self.current is current:
+                        current["hit"] = {"kind": "cpu", "cpu_s": round(used, 3), "limit_s": current["limit_s"]}
+                        kill_descendants()
 
     # ---------------------------------------------------------------- pytest's hooks
 
@@ -163,13 +166,9 @@ class Journal:
     def pytest_runtest_logstart(self, nodeid: str, location: tuple) -> None:
         name = nodeid.split("::")[-1].split("[")[0]
         limit = self.limits.get(name, self.limits.get("*"))
-        self.current = {
-            "nodeid": nodeid,
-            "limit_s": limit,
-            "cpu0": tree_cpu(),
-            "wall0": time.monotonic(),
-            "hit": None,
-        }
+        started = {"nodeid": nodeid, "limit_s": limit, "cpu0": tree_cpu(), "wall0": time.monotonic(), "hit": None}
+        with self.switch:
+            self.current = started
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         current = self.current
@@ -193,9 +192,13 @@ class Journal:
                 "hit": current["hit"],
             }
         )
+        with self.switch:  # its outcome is written: no longer watched (its teardown is the harness's)
+            if self.current is current:
+                self.current = None
 
     def pytest_runtest_logfinish(self, nodeid: str, location: tuple) -> None:
-        self.current = None
+        with self.switch:
+            self.current = None
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         self.done.set()
