@@ -222,10 +222,7 @@ def test_the_grade_sheet_and_gradescopes_results_by_hand(tmp_path):
     for record in sheet:  # the class dashboard: a score column
         total = CLASS_EXPECTED[record["name"]][2]
         assert f'data-submission="{record["name"]}" data-verdict="{record["verdict"]}"' in html
-        assert (
-            f'data-score="{total} / 14">{total} / 14<small>' in html
-            or f'data-score="{total} / 14">{total} / 14</td>' in html
-        )
+        assert f'data-score="{total} / 14"><span class="mono" style="white-space: nowrap;">{total} / 14</span>' in html
     assert "partial: 2 of 6 cases finished" in html and "g.toml; CPU-time limits 20.0" in html
     everyone_sees = dict(sheet[0], grade=grading.grade(grading.Grading(), {HAND: {"cases": 1, "sections": []}}, []))
     assert "All tests passed" not in grading.gradescope_results(everyone_sees)["output"]  # 0 of 1 passed
