@@ -476,3 +476,24 @@ def test_a_class_graded_quiet_under_load_and_regraded(tmp_path):
     _, printed = run_batch(tmp_path / "quiet", "--workers", "1", "--regrade", names=("good",))
     assert "0 result(s) re-used, 1 run" in printed
     print(f"quiet {quiet_s:.1f} s, loaded {loaded_s:.1f} s, re-used {again_s:.1f} s ({again_s / quiet_s:.3f})")
+
+
+@pytest.mark.integration
+def test_a_regrade_reuses_a_mutation_result(tmp_path):
+    """docs/grading.md, "Regrades": a passing submission's mutation result is kept with its suite
+    result; the second batch restores both, and its mutation report, without a cluster."""
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "elmo_conformance", "batch", str(CLASS / "good"), "--out", str(out), "--workers",
+               "1", "--no-progress", "--no-dashboard", "--mutants", "declared", *SELECTION]  # fmt: skip
+    first = subprocess.run(command, env=child_environment(), capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stdout + first.stderr
+    before = json.loads((out / "batch.json").read_text())["submissions"][0]["mutation"]
+    report = (out / before["report"]).read_text()
+    (out / before["report"]).unlink()
+    again = subprocess.run(command, env=child_environment(), capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "1 result(s) re-used, 0 run; 1 mutation result(s) re-used" in again.stdout
+    data = json.loads((out / "batch.json").read_text())
+    assert data["executor"]["engine"] == "none"  # nothing ran: no cluster was started
+    assert data["submissions"][0]["mutation"] == {**before, "reused": True}
+    assert (out / before["report"]).read_text() == report

@@ -372,6 +372,17 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     keys = {s.name: cache_key(s, keyed) for s in submissions if s.problem is None}
+    # A mutation run's result depends on the same, and on the mutation options.
+    mutation_keyed = {
+        **keyed,
+        "mutants": args.mutants,
+        "shard_size": args.shard_size,
+        "max_mutants": args.max_mutants,
+        "mutant_workers": args.mutant_workers,
+        "mutants_timeout_s": args.mutants_timeout,
+    }
+    mutation_keys = {name: cache_key(s, mutation_keyed) for s in submissions if (name := s.name) in keys}
+    reused_mutations: list[str] = []
     kept = {} if args.regrade else {name: entry for name, k in keys.items() if (entry := cache.get(k)) is not None}
     first = [(suite_job(s), s) for s in submissions if s.problem is None and s.name not in kept]
     results: dict[str, dict[str, Any] | None] = {}  # each submission's counted suite result
@@ -407,6 +418,36 @@ def main(argv: list[str] | None = None) -> int:
         )
         return job, submission
 
+    def reuse_mutation(submission: Any) -> bool:
+        """A passing submission's mutation result kept from an earlier batch: restored, no job."""
+        entry = None if args.regrade else cache.get(mutation_keys[submission.name])
+        summary = (entry or {}).get("result", {}).get("summary")
+        if not isinstance(summary, dict):
+            return False
+        report = entry["result"].get("report") if entry else None
+        if summary.get("report") and isinstance(report, str):
+            from elmo_conformance.conformance.report.document import write_text
+
+            write_text(out / summary["report"], report)
+        records[submission.name]["mutation"] = {**summary, "reused": True}
+        reused_mutations.append(submission.name)
+        return True
+
+    def keep_mutation(submission: Any, outcomes: list[Outcome]) -> None:
+        """Keep a mutation result under DIR/cache/ when every one of its jobs came back."""
+        summary = records[submission.name]["mutation"]
+        if not isinstance(summary, dict) or any(o.result is None for o in outcomes):
+            return
+        report = None
+        if summary.get("report"):
+            try:
+                report = (out / summary["report"]).read_text(encoding="utf-8")
+            except OSError:
+                return
+        cache.put(
+            mutation_keys[submission.name], {"name": submission.name, "result": {"summary": summary, "report": report}}
+        )
+
     def then(outcome: Outcome) -> list[tuple[Job, Any]]:
         """The jobs that follow a job: a suite that hit a time limit, run again alone; a passing
         suite's mutants, in shards of --shard-size (generated mutants: listed by a first job, then
@@ -417,6 +458,8 @@ def main(argv: list[str] | None = None) -> int:
             progress.add(1)
             return [(dataclasses.replace(outcome.job, alone=True), submission)]
         if kind == "suite" and args.mutants != "none" and records[submission.name]["verdict"] == PASS:
+            if reuse_mutation(submission):
+                return []
             if args.mutants == "declared":
                 jobs = [mutation_job(submission, "declared", shard) for shard in shards(args.shard_size)]
             elif args.shard_size > 0:
@@ -498,6 +541,7 @@ def main(argv: list[str] | None = None) -> int:
         progress.write(
             f"batch: {len(kept)} of {len(keys)} submission(s) re-used from {out / 'cache'} (the same content, suite "
             "and options; --regrade runs them again)"
+            + (f", and {len(reused_mutations)} mutation result(s)" if reused_mutations else "")
         )
     try:
         with (
@@ -539,6 +583,7 @@ def main(argv: list[str] | None = None) -> int:
                         record["mutation"] = mutation_summary(
                             args.mutants, mutation_outcomes[submission.name], directory / "mutants", out
                         )
+                        keep_mutation(submission, mutation_outcomes[submission.name])
                 progress.done(ok)
     except ExecutorError as exc:
         progress.close()
@@ -560,6 +605,7 @@ def main(argv: list[str] | None = None) -> int:
     sheet = write_grades(out, listed, results, grading, args.export)
     executor["wall_s"] = round(time.monotonic() - started, 3)
     executor["reused"] = len(kept)
+    executor["reused_mutations"] = len(reused_mutations)
     path = write_batch(out, listed, executor, options)
     page = write_dashboard(out, listed, executor, options)
     counts = summary_counts(listed)
@@ -567,6 +613,7 @@ def main(argv: list[str] | None = None) -> int:
         f"batch: {len(listed)} submission(s) in {executor['wall_s']:.1f} s: "
         + ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
         + f"; {len(kept)} result(s) re-used, {len(keys) - len(kept)} run"
+        + (f"; {len(reused_mutations)} mutation result(s) re-used" if reused_mutations else "")
     )
     print(f"records: {path}\ngrade sheet: {sheet}\nclass dashboard: {page}")
     if lost:
