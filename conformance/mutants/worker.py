@@ -135,7 +135,13 @@ def run_baseline(job: BaselineJob, send: Send) -> Baseline:
         sys.path.remove(job.cwd)
         sys.meta_path.remove(job.copy)
     back = {os.path.realpath(job.copy.mapped(file) or file): file for file in job.lines}
-    baseline.lines = {back.get(os.path.realpath(f), f): by_line for f, by_line in baseline.lines.items()}
+    back.update({os.path.realpath(file): file for file in job.lines})
+    merged: dict[str, dict[int, list[str]]] = {}
+    for measured, by_line in baseline.lines.items():
+        into = merged.setdefault(back.get(os.path.realpath(measured), measured), {})
+        for line, tests in by_line.items():
+            into[line] = sorted({*into.get(line, []), *tests})
+    baseline.lines = merged
     return baseline
 
 
@@ -157,7 +163,9 @@ def _run_baseline(job: BaselineJob, send: Send) -> Baseline:
         baseline.error = f"{type(exc).__name__}: {exc}"
         return baseline
     coverage = Coverage(key for info in baseline.mutants for key in info.covers or ())
-    files = [job.copy.mapped(f) or f for f in job.lines] if job.copy else job.lines
+    # The copy's files, and the user's: a module the worker had imported before the run (the
+    # reference, which the suite's own modules import) runs from where it was first imported.
+    files = [*(job.copy.mapped(f) or f for f in job.lines), *job.lines] if job.copy else job.lines
     lines = LineCoverage(files) if files else None
     calls = CallRecorder() if job.record_calls else None
     collector = Collector(send, coverage=coverage, shard=(job.shard, job.shards), lines=lines, calls=calls)
