@@ -240,6 +240,7 @@ def test_observed_tests_come_from_a_complete_report_or_else_the_journal(tmp_path
     complete = {"complete": True, "tests": [{"nodeid": "a", "outcome": "passed"}, {"nodeid": "b", "outcome": "passed"}]}
     tests, partial = records.observed_tests({"report": complete, "journal": journal})
     assert partial is None and [(t["test"], t["outcome"]) for t in tests] == [("a", "passed"), ("b", "failed")]
+    assert tests[1]["hit"] == {"kind": "cpu"}  # the journal's word for why, on the report's test
     tests, partial = records.observed_tests({"report": {"complete": False}, "journal": journal})
     assert partial == {"finished": 2, "collected": 3} and [t["outcome"] for t in tests] == ["passed", "failed"]
     assert records.observed_tests(None) == ([], {"finished": 0, "collected": None})
@@ -341,6 +342,12 @@ def test_a_test_past_its_cpu_time_limit_is_stopped_and_says_so():
         assert 1.0 < tests[name]["hit"]["cpu_s"] < 5.0 and tests[name]["limit_s"] == 1.0
     assert {t for t, e in tests.items() if e["outcome"] == "passed"} == set(POINTS) - stopped
     assert {h["test"] for h in result["time_limit_hits"]} == stopped
+    graded = grading.grade(
+        grading.Grading(), grading.expected_tests(result["calibration"], []), records.observed_tests(result)[0]
+    )
+    assert graded["score"] == 3 and all(
+        "stopped at its CPU-time limit" in t["output"] for t in graded["tests"] if t["test"] in stopped
+    )
     assert took < 60, f"{took:.0f} s: the limit did not stop the 30-second calls"
 
 

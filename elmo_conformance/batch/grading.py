@@ -238,7 +238,7 @@ def expected_tests(calibration: dict[str, Any] | None, observed: list[dict[str, 
     return found
 
 
-def _output(name: str, cases: list[dict[str, Any]], expected: int, why_missing: str | None) -> str:
+def _output(cases: list[dict[str, Any]], expected: int, why_missing: str | None) -> str:
     passed = sum(1 for t in cases if t.get("outcome") == PASSED)
     lines = [f"{passed} of {expected} case(s) passed"]
     for test in cases:
@@ -292,7 +292,7 @@ def grade(
                 "cases": info["cases"],
                 "passed": passed,
                 "visibility": visibility,
-                "output": _output(name, cases, info["cases"], why_missing),
+                "output": _output(cases, info["cases"], why_missing),
             }
         )
     return {

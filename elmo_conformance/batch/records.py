@@ -116,7 +116,7 @@ def observed_tests(result: dict[str, Any] | None) -> tuple[list[dict[str, Any]],
     that hit its CPU-time limit is failed, whatever came of its last call."""
     result = result or {}
     entries = [e for e in result.get("journal") or [] if isinstance(e, dict)]
-    hits = {e.get("nodeid") for e in entries if e.get("event") == "test" and e.get("hit")}
+    hits = {e.get("nodeid"): e["hit"] for e in entries if e.get("event") == "test" and e.get("hit")}
     report = result.get("report")
     partial: dict[str, Any] | None = None
     if isinstance(report, dict) and report.get("complete") is True and not report.get("refused"):
@@ -127,8 +127,10 @@ def observed_tests(result: dict[str, Any] | None) -> tuple[list[dict[str, Any]],
         partial = {"finished": len(tests), "collected": len(collected) if isinstance(collected, list) else None}
     for test in tests:
         test.setdefault("test", str(test.get("nodeid", "")).split("::")[-1].split("[")[0])
-        if test.get("nodeid") in hits and test.get("outcome") == "passed":
-            test["outcome"] = "failed"
+        if test.get("nodeid") in hits:
+            test["hit"] = hits[test.get("nodeid")]
+            if test.get("outcome") == "passed":
+                test["outcome"] = "failed"
     return tests, partial
 
 
