@@ -7,6 +7,11 @@
 - `executor`: the Dask cluster (embedded LocalCluster or an existing one), the version check, the
   queue kept on the client, the retry of a job whose worker died;
 - `records`: each submission's verdict, batch.json and the class dashboard (index.html);
+- `journal`: the pytest plugin in a job's harness that journals each test as it finishes and
+  stops a test at its CPU-time limit;
+- `grading`: the grading file, each submission's grade, grades.csv and Gradescope's results.json;
+- `regrade`: the results kept under --out/cache/, keyed by all a result depends on
+  (docs/grading.md);
 - `__main__`: the command line (`main`).
 
 Dask is an optional dependency (`pip install 'elmo-conformance[dask]'`); nothing here imports it
