@@ -20,7 +20,7 @@ VALUE_OPTIONS = {
     *("--config-file", "--confcutdir", "--basetemp", "--override-ini", "--maxfail", "--tb", "--durations"),
     *("--junitxml", "--junit-xml", "--log-file", "--log-level", "--capture", "--import-mode", "--pythonwarnings"),
     *("--hypothesis-profile", "--hypothesis-seed", "--impl", "--dtype", "--report", "--pass-table", "--html"),
-    *("--conformance-html", "--xfails-file", "--mutant", "--call-timeout", "--start-timeout"),
+    *("--conformance-html", "--xfails-file", "--mutant", "--call-timeout", "--sandbox-limit"),
 }
 # Options after which pytest prints something and runs no test: no report to check.
 INFORMATION = frozenset(

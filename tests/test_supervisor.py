@@ -307,3 +307,29 @@ def test_an_in_process_run_that_hangs_ends_its_process_with_every_stack(tmp_path
     assert "a suite run in this process did not end within 3 s (the harness hung)" in done.stderr, done.stderr
     assert "test_hand_example_scalar_mix" in done.stderr, "the run's output so far"
     assert re.search(r'File ".*sleeps\.py", line 9 in scalar_mix', done.stderr), done.stderr
+
+
+def test_every_suite_option_that_takes_a_value_is_known_to_the_command_line(tmp_path: Path) -> None:
+    """invocation.VALUE_OPTIONS holds each option of conformance/options.py that takes a value (read
+    from its pytest_addoption calls), and no suite option that does not exist, so that an option's
+    value is never taken for a test to locate."""
+    import ast
+
+    source = (Path(__file__).resolve().parent.parent / "conformance" / "options.py").read_text(encoding="utf-8")
+    declared, with_value = set(), set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "addoption":
+            names = {a.value for a in node.args if isinstance(a, ast.Constant) and str(a.value).startswith("--")}
+            action = next((k.value for k in node.keywords if k.arg == "action"), None)
+            declared |= names
+            if not (isinstance(action, ast.Constant) and action.value in ("store_true", "store_false")):
+                with_value |= names
+    assert {"--impl", "--report", "--sandbox-limit"} <= with_value and "--no-sandbox" not in with_value
+    assert with_value <= invocation.VALUE_OPTIONS
+    help_text = subprocess.run(
+        [sys.executable, "-m", "pytest", "--help"], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    ).stdout
+    known = (
+        set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", help_text)) | declared | {"--junitxml"}
+    )  # an alias --help hides
+    assert {o for o in invocation.VALUE_OPTIONS if o.startswith("--")} <= known, "an option that exists nowhere"
