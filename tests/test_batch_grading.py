@@ -471,6 +471,7 @@ def test_a_class_graded_quiet_under_load_and_regraded(tmp_path):
     same class on one worker while a spinning process per core keeps the machine busy gives every
     verdict and score of the quiet run; a second run re-uses every result in a small fraction of
     the first's time, and --regrade runs a submission again."""
+    pytest.importorskip("distributed")
     quiet_s, _ = run_batch(tmp_path / "quiet", "--workers", "2")
     quiet = check_class(tmp_path / "quiet")
     with busy_cores():
@@ -489,6 +490,7 @@ def test_a_class_graded_quiet_under_load_and_regraded(tmp_path):
 def test_a_regrade_reuses_a_mutation_result(tmp_path):
     """docs/grading.md, "Regrades": a passing submission's mutation result is kept with its suite
     result; the second batch restores both, and its mutation report, without a cluster."""
+    pytest.importorskip("distributed")
     out = tmp_path / "out"
     command = [sys.executable, "-m", "elmo_conformance", "batch", str(CLASS / "good"), "--out", str(out), "--workers",
                "1", "--no-progress", "--no-dashboard", "--mutants", "declared", *SELECTION]  # fmt: skip
