@@ -136,7 +136,7 @@ def mutants(session: nox.Session) -> None:
 
 @nox.session
 def mutate(session: nox.Session) -> None:
-    """Mutants generated from an implementation's source (spec §13.3): `nox -s mutate -- --impl mine.py`."""
+    """Mutants generated from an implementation's source (spec §13.2): `nox -s mutate -- --impl mine.py`."""
     session.install(*REQUIREMENTS, *optional_packages(session.posargs))
     session.run("python", "-m", "elmo_conformance", "mutate", *session.posargs)
 
