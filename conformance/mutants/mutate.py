@@ -552,6 +552,9 @@ class GeneratedPlan(Plan):
             )
             self.mutant_jobs.append((job, timeout, estimate))
             self.outstanding += 1
+        # The longest first (its tests' baseline time, what it costs when it survives): the workers
+        # finish together rather than one running a long mutant alone at the end.
+        self.mutant_jobs.sort(key=lambda entry: -entry[2])
         self.bar.start(len(self.mutant_jobs))
         for run, ran in immediate:
             self._record(run, ran)
