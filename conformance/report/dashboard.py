@@ -174,8 +174,10 @@ def load_mutation_report(path: str | Path) -> dict[str, dict[str, dict[str, Any]
     if not isinstance(data, dict) or data.get("schemaVersion") != "2" or not isinstance(data.get("files"), dict):
         raise ReportError(f"{path}: not a mutation report (Stryker schemaVersion 2 with 'files', conformance/mutants)")
     catalog = {m["id"] for m in mutant_catalog()}
-    config = data.get("config") if isinstance(data.get("config"), dict) else {}
-    impls = config.get("impls") if isinstance(config.get("impls"), list) else []
+    found_config = data.get("config")
+    config: dict[str, Any] = found_config if isinstance(found_config, dict) else {}
+    found_impls = config.get("impls")
+    impls: list[Any] = found_impls if isinstance(found_impls, list) else []
     found: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for name, entry in data["files"].items():
         for mutant in entry.get("mutants", []) if isinstance(entry, dict) else []:
