@@ -441,7 +441,7 @@ def _mutants(job: Job, work: Path, tmp: Path, env: dict[str, str], deadline_s: f
             "--no-html",
             "--fail-fast",
         ]
-    else:  # generated: `elmo-conformance mutate`, the mutants of the submission's own source (§13.3)
+    else:  # generated: `elmo-conformance mutate`, the mutants of the submission's own source (§13.2)
         command += [
             "mutate",
             "--impl",
