@@ -369,3 +369,17 @@ def test_verdicts_of_jobs_without_a_result_and_the_version_probe(tmp_path):
     )
     assert lost["verdict"] == records.LOST and lost["reason"] == "no result: the cluster has no workers"
     assert records.summary_counts([died, lost]) == {"killed its worker": 1, "lost": 1}
+
+
+def test_generated_mutants_need_the_mutate_extra_before_any_job(tmp_path, monkeypatch, capsys):
+    """--mutants generated on this machine's workers needs the `mutate` extra: without it the batch
+    stops before any job, naming the missing package (rather than a failed mutation per job)."""
+    from elmo_conformance.batch.__main__ import main
+    from elmo_conformance.conformance.mutants import generate
+
+    monkeypatch.setattr(generate, "EXTRA", ("no_such_engine_package",))
+    code = main([str(SUBMISSIONS / "good"), "--out", str(tmp_path / "out"), "--mutants", "generated"])
+    assert code == 2
+    said = capsys.readouterr().err
+    assert "--mutants generated runs `elmo-conformance mutate`" in said and "no_such_engine_package" in said
+    assert not (tmp_path / "out" / "batch.json").exists()
