@@ -574,3 +574,23 @@ def test_mutants_whose_compiled_artifact_is_one_already_built_are_set_aside(tmp_
     assert report["config"]["figures"]["Ignored"] == aside
     assert report["config"]["figures"]["score"] == 0.0, "the set-aside mutants are not in the score"
     assert f"ignored {aside} (" in done.stdout
+
+
+def test_a_mutant_the_check_refuses_is_a_compile_error_without_a_build(tmp_path: Path) -> None:
+    """--check runs before --build in the mutant's copy ({file}: the mutated file): a mutant the
+    compiler's front end refuses is a CompileError that names the check, and no build runs for it;
+    one that passes the check is built and judged."""
+    user, _ = program_project(tmp_path)
+    (user / "gen.c").write_text(GEN_C, encoding="utf-8")
+    found = ids(user, ("gen.c",))
+    refused, passes = found[("gen.c", "(nothing) -> break;")], found[("gen.c", "- -> +")]
+    build = COMPILE.format(name="gen.c", out="gen.o") + " && " + PROGRAM_BUILD.format(python=sys.executable)
+    args = ["--impl", "cmd:./prog", "--source", "gen.c", "--build", build, "--check", "cc -fsyntax-only {file}"]
+    args += ["-k", JUDGING, "--no-html", "--out", str(tmp_path / "out"), "--mutant", refused, "--mutant", passes]
+    done = mutate(launcher(tmp_path / "bin"), *args, cwd=user)
+    assert done.returncode == 0, done.stdout + done.stderr
+    report = json.loads((tmp_path / "out" / "mutation-report.json").read_text(encoding="utf-8"))
+    judged = {m["id"]: m for e in report["files"].values() for m in e["mutants"]}
+    assert judged[refused]["status"] == "CompileError"
+    assert judged[refused]["statusReason"].startswith("the check command exited with code 1: cc -fsyntax-only gen.c")
+    assert judged[passes]["status"] == "Survived"

@@ -108,6 +108,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="shell command that rebuilds a program in the scratch copy after each mutation (cwd: the copy)",
     )
     parser.add_argument(
+        "--check",
+        metavar="CMD",
+        help="shell command that checks that a mutant compiles, cheaper than --build and run before it in the copy "
+        "({file}: the mutated file); a mutant it refuses is a CompileError without a build (default for the "
+        "built-in c: its compiler's -fsyntax-only; '' for none)",
+    )
+    parser.add_argument(
         "--artifact",
         metavar="PATH",
         help="a file the build makes (relative to the project root) whose bytes decide the program's behaviour; "
@@ -190,6 +197,14 @@ def _module_file(module: str) -> Path:
     return Path(spec.origin)
 
 
+def default_check_c() -> str:
+    """The built-in c's compile check of one mutated file: its compiler and flags, -fsyntax-only
+    (the compiler's front end, about a tenth of -O3's time; what it refuses, the build refuses)."""
+    build_module = importlib.import_module(BUILTINS["c"][0])
+    flags = [flag for flag in build_module.flags(False) if flag not in ("-Werror", *build_module.OPTIMIZED)]
+    return f"{shlex.join(build_module.compiler())} {shlex.join(flags)} -fsyntax-only {{file}}"
+
+
 def default_build_c(root: Path) -> str:
     """The built-in c's build in a copy: its compiler and flags, without -Werror (a warning is
     not a failed build), into ./elmo-c; incremental, as make would be: a .c file newer than its
@@ -221,6 +236,7 @@ def resolve(args: argparse.Namespace) -> tuple[Target, list[Path]]:
         if not path.exists():
             raise UsageError(f"--source {path}: no such file or folder")
     program = build_command = None
+    check_command: str | None = args.check
     builtin_folder: Path | None = None
     if impl.startswith("cmd:"):
         if not given:
@@ -234,11 +250,14 @@ def resolve(args: argparse.Namespace) -> tuple[Target, list[Path]]:
             given, builtin_folder = sorted(p for p in here.glob("*.c") if p.name != "mutants.c"), here
         program = f"cmd:{here / importlib.import_module(BUILTINS[impl][0]).PROGRAM}"
         build_command = args.build or default_build_c(here)
+        if not args.build and check_command is None:
+            check_command = default_check_c()
         python = False
     else:
         python = True
-        if args.build:
-            raise UsageError("--build: a Python implementation is imported, not built; --build is for a program")
+        if args.build or args.check:
+            option = "--build" if args.build else "--check"
+            raise UsageError(f"{option}: a Python implementation is imported, not built; {option} is for a program")
         if not given:
             if impl == "numpy":  # the reference, through the numpy adapter (spec §13.2)
                 given = sorted(_module_file("elmo_conformance.reference").parent.glob("*.py"))
@@ -274,6 +293,7 @@ def resolve(args: argparse.Namespace) -> tuple[Target, list[Path]]:
         cwd=os.getcwd(),
         import_path=served_path() if python else (),
         artifact=artifact_option(args.artifact, root, build_command),
+        check=check_command or None,
     )
     return target, files
 
@@ -321,6 +341,7 @@ def verdict_options(args: argparse.Namespace) -> dict[str, object]:
         "build_timeout": args.build_timeout,
         "root": str(args.root) if args.root else None,
         "artifact": args.artifact,
+        "check": args.check,
         "sandbox": sandbox.active(),
     }
 
@@ -612,6 +633,8 @@ def rerun_command(args: argparse.Namespace, mutant: str, verb: str = "--rerun") 
         parts += ["--root", str(args.root)]
     if args.build:
         parts += ["--build", args.build]
+    if args.check is not None:
+        parts += ["--check", args.check]
     if args.select:
         parts += ["-k", args.select]
     return shlex.join([*parts, verb, mutant])

@@ -94,6 +94,7 @@ class Target:
     import_path: tuple[str, ...] = ()  # a clean served run's PYTHONPATH (Python)
     build_timeout: float = 900.0  # seconds a mutant's build may take
     artifact: str | None = None  # what a build makes whose bytes decide the behaviour (programs.py)
+    check: str | None = None  # a quick compile check of the mutated file before the build ({file})
 
     def relative(self, file: str) -> str:
         """`file` named relative to the project root, with '/'."""
@@ -241,6 +242,8 @@ def prepare(target: Target, mutant: Generated | None, folder: Path) -> tuple[str
     if mutant is not None:
         source = Path(mutant.file).read_text(encoding="utf-8")
         write_mutant(copy_root, target.relative(mutant.file), mutant.apply(source))
+        if not target.python:
+            check(target, copy_root, target.relative(mutant.file), target.build_timeout)
     if target.python:
         return served(target, copy_root, folder), 0.0
     program = program_path(target, copy_root)
@@ -370,10 +373,23 @@ def build(target: Target, copy_root: Path, timeout: float) -> float:
     process it started ended when it is done. Returns its duration; raises BuildFailed."""
     if not target.build:
         return 0.0
+    return contained(target.build, copy_root, timeout, "build")
+
+
+def check(target: Target, copy_root: Path, relative: str, timeout: float) -> None:
+    """Run the --check command (`{file}`: the mutated file, relative to the copy) in `copy_root`,
+    contained as a build is: the cheapest way to learn that a mutant does not compile, before a
+    build (for the built-in c, the compiler's -fsyntax-only). Raises BuildFailed."""
+    if target.check:
+        contained(target.check.replace("{file}", shlex.quote(relative)), copy_root, timeout, "check")
+
+
+def contained(command: str, copy_root: Path, timeout: float, what: str) -> float:
+    """Run a shell `command` of the build (`what`: build or check) in `copy_root` as `build` says."""
     from elmo_conformance.conformance.process import MARKER_VARIABLE
 
     marker = f"build-{uuid.uuid4().hex}"
-    argv, env = build_command(target.build, copy_root, {MARKER_VARIABLE: marker})
+    argv, env = build_command(command, copy_root, {MARKER_VARIABLE: marker})
     started = time.perf_counter()
     with tempfile.TemporaryFile() as output:
         process = subprocess.Popen(
@@ -395,9 +411,9 @@ def build(target: Target, copy_root: Path, timeout: float) -> float:
         output.seek(0)
         text = output.read().decode("utf-8", errors="replace").strip()
     if code is None:
-        raise BuildFailed(f"the build command timed out after {timeout:.0f} s: {target.build}\n{clip(text)}")
+        raise BuildFailed(f"the {what} command timed out after {timeout:.0f} s: {command}\n{clip(text)}")
     if code != 0:
-        raise BuildFailed(f"the build command exited with code {code}: {target.build}\n{clip(text)}")
+        raise BuildFailed(f"the {what} command exited with code {code}: {command}\n{clip(text)}")
     return time.perf_counter() - started
 
 
