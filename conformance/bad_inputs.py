@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .clauses import SINGULAR, Clause, clauses, entry_shape
+from .clauses import SINGULAR, WHERE, Clause, clauses, entry_shape
 from .data import probe_separable, random_bilm
 from .protocol import protocol
 
@@ -225,6 +225,14 @@ def padded_position(x: Inputs) -> tuple[int, int]:
     return int(np.argmin(x.lengths)), x.ids.shape[1] - 1
 
 
+def _position(c: Clause, x: Inputs) -> tuple[int, int] | int:
+    """Where a below or above clause puts its value: a padded position, the last element, or the
+    first (flat order)."""
+    if c.at == "padded":
+        return padded_position(x)
+    return -1 if c.at == "last" else 0
+
+
 def _with_element(a: np.ndarray, where: tuple[int, ...] | int, value: float) -> np.ndarray:
     out = a.copy()
     if isinstance(where, int):
@@ -309,10 +317,11 @@ def _bad_inputs(c: Clause) -> list[tuple[str, Change]]:
     if kind in ("below", "above"):
 
         def out_of_range(x: Inputs, dt: np.dtype) -> Inputs:
-            where = padded_position(x) if c.at == "padded" else 0
-            return _set(x, c, _with_element(_get(x, c), where, _value(c.value or "", x)))
+            return _set(x, c, _with_element(_get(x, c), _position(c, x), _value(c.value or "", x)))
 
         return [(text, out_of_range)]
+    if kind == "not_dict":
+        return [(text, lambda x, dt: replace(x, params=list(x.params.values())))]
     if kind == "missing":
         return [(text, lambda x, dt: replace(x, params={k: v for k, v in x.params.items() if k != c.entry}))]
     if kind == "no_layers":
@@ -397,11 +406,10 @@ def _neighbours(c: Clause) -> list[tuple[str, tuple[str, ...], Change]]:
         ]
     if kind in ("below", "above"):
         step = 1 if kind == "below" else -1
-        where_text = " at a padded position" if c.at == "padded" else ""
+        where_text = WHERE.get(c.at or "", "")
 
         def step_inside(x: Inputs, dt: np.dtype) -> Inputs:
-            where = padded_position(x) if c.at == "padded" else 0
-            return _set(x, c, _with_element(_get(x, c), where, _value(c.value or "", x) + step))
+            return _set(x, c, _with_element(_get(x, c), _position(c, x), _value(c.value or "", x) + step))
 
         one, shown = SINGULAR[c.argument], _stepped(c.value or "", step)
         return [(f"a{'n' if one[0] in 'aeiou' else ''} {one} of {shown}{where_text}", fs, step_inside)]

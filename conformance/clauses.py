@@ -25,6 +25,10 @@ LSTM_SHAPES = {"weight_ih": ("4d", "d"), "weight_hh": ("4d", "d"), "bias_ih": ("
 # One element of an integer array argument, for "an id of V".
 SINGULAR = {"ids": "id", "lengths": "length", "labels": "label"}
 
+# Where an out-of-range value is put (`at` of below and above), in words: the first element unless
+# said; "last" is there because a check of the first element alone passes every first-element case.
+WHERE = {"padded": " at a padded position", "last": " as the last element"}
+
 
 def entry_shape(entry: str) -> tuple[str, ...]:
     return ENTRY_SHAPES.get(entry) or LSTM_SHAPES[entry.rsplit(".", 1)[-1]]
@@ -113,8 +117,8 @@ class Clause:
                 "non_finite": f"{subject} not finite",
             }[kind]
         if kind in ("below", "above"):
-            where = " at a padded position" if self.at == "padded" else ""
-            return f"a{'n' if SINGULAR[subject][0] in 'aeiou' else ''} {SINGULAR[subject]} of {self.value}{where}"
+            one = SINGULAR[subject]
+            return f"a{'n' if one[0] in 'aeiou' else ''} {one} of {self.value}{WHERE.get(self.at or '', '')}"
         shape = self.shape or ()
         ndim = len(shape) if shape != ("S",) else None
         simple = {
@@ -128,6 +132,7 @@ class Clause:
             "ndim_above": f"{ndim + 1}-D {subject}" if ndim else f"{subject} with an axis more",
             "transposed": f"{subject} transposed",
             "non_finite": f"{subject} not finite",
+            "not_dict": f"{subject} as a list of its arrays, not a dict",
             "missing": f"params without {subject}",
             "no_layers": "params without any LSTM entry",
             "stacked": f"{subject} as one stacked array",
@@ -148,6 +153,8 @@ def _show_key(key: str) -> str:
     what = f"of {len(key)} characters"
     if not key.isascii():
         what += ", not ASCII"
+    if any(ord(ch) > 0xFFFF for ch in key):
+        what += ", up to U+10FFFF"
     if "\x00" in key:
         what += ", one a NUL"
     return what
@@ -211,8 +218,8 @@ def implied_but_missing(data: dict | None = None) -> list[str]:
     argument's kind, dtype and shape) and validation.json (or `data`, a copy of it) lacks: an array
     of the wrong dtype class, 0-d, with an axis more (and fewer, from 2-D), each axis off by one
     both ways or empty, an integer array's bool and values out of range below and above; a list
-    stacked into one array and of the wrong length or empty; params with an entry missing, extra, no
-    LSTM entry at all, and entries of each shape off by one on each axis, integer and of the other
+    stacked into one array and of the wrong length or empty; params not a dict, with an entry missing,
+    extra, no LSTM entry at all, and entries of each shape off by one on each axis, integer and of the other
     float dtype; an integer scalar as a float, as True and too small; a real one as a string, too
     small and not finite."""
     found: dict[tuple[str, str], set[tuple[str, int | None]]] = {}
@@ -239,7 +246,8 @@ def implied_but_missing(data: dict | None = None) -> list[str]:
             elif argument.kind == "real":
                 kinds = {("string", None), ("below", None), ("non_finite", None)}
             elif argument.kind == "params":
-                kinds = {("missing", None), ("extra", None), ("no_layers", None), ("int", None), ("other_float", None)}
+                kinds = {("not_dict", None), ("missing", None), ("extra", None), ("no_layers", None)}
+                kinds |= {("int", None), ("other_float", None)}
                 for shape in {("V", "d"), ("4d", "d"), ("4d",), ("V",)}:
                     have = entries.get((function.name, shape), set())
                     for axis in _axes_covered(have, len(shape)):
