@@ -2,7 +2,8 @@
 (`mutate --fresh`), with one clean copy and one test order for both, and print each mutant's
 status and killing test in each mode as JSON (tests/test_mutate_warm.py, bench/warm.py).
 
-    python tests/mutate_modes.py IMPL.py -k EXPR --sample N --seed S [--timeout S] [--workers N] [--forced]
+    python tests/mutate_modes.py IMPL -k EXPR --sample N --seed S [--timeout S] [--workers N] [--forced]
+        [--mutate-arg=--source --mutate-arg=FILE --mutate-arg=--build --mutate-arg=CMD ...]
 
 The order is the tests the control run passed, in collection order, for every mutant: the run's
 own order (cheap tests first, by the baseline's timings) would change between two runs, and with
@@ -84,11 +85,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--mutant", action="append", default=[])
     parser.add_argument("--forced", action="store_true")
+    parser.add_argument("--mutate-arg", action="append", default=[], help="an argument of mutate's (--source, --build)")
     args = parser.parse_args(argv)
     scratch = Path(tempfile.mkdtemp(prefix="elmo-mutate-modes-"))
     os.environ["HYPOTHESIS_STORAGE_DIRECTORY"] = str(scratch / "hypothesis")
     try:
-        options = mutate.parse(["--impl", args.impl, "--out", str(scratch / "out")])
+        options = mutate.parse(["--impl", args.impl, "--out", str(scratch / "out"), *args.mutate_arg])
         target, files = mutate.resolve(options)
         mutate._child_environment()
         every = mutate.mutants_of(target, files)
@@ -121,7 +123,13 @@ def main(argv: list[str]) -> int:
             ]
             results, took = run(jobs, args.workers, args.timeout, scratch / f"logs-{mode}")
             out[mode] = {
-                key: {"status": r.status, "killers": r.killers[:1], "reason": r.reason, "duration": r.duration}
+                key: {
+                    "status": r.status,
+                    "killers": r.killers[:1],
+                    "reason": r.reason,
+                    "duration": r.duration,
+                    "warm": r.warm,
+                }
                 for key, r in results.items()
             }
             out[f"{mode}_s"] = took

@@ -594,3 +594,26 @@ def test_a_mutant_the_check_refuses_is_a_compile_error_without_a_build(tmp_path:
     assert judged[refused]["status"] == "CompileError"
     assert judged[refused]["statusReason"].startswith("the check command exited with code 1: cc -fsyntax-only gen.c")
     assert judged[passes]["status"] == "Survived"
+
+
+def test_a_programs_mutants_get_the_same_status_and_killer_warm_as_fresh(tmp_path: Path) -> None:
+    """A `cmd:` program with a --build runs warm too (built in the worker's slot, started from
+    there): each mutant of a seeded sample, and mutmut's two checks (every mutant off survives, a
+    mutant forced to fail is seen failing), gets the status and first killer that a fresh process
+    per mutant gives (tests/mutate_modes.py: one clean copy, one test order for both)."""
+    from tests.test_mutate_warm import differences
+
+    user, _ = program_project(tmp_path)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    build = PROGRAM_BUILD.format(python=sys.executable)
+    command = [sys.executable, str(ROOT / "tests" / "mutate_modes.py"), "cmd:./prog", "-k", JUDGING]
+    command += ["--sample", "6", "--seed", "1", "--timeout", "20", "--forced", "--mutate-arg=--source"]
+    command += ["--mutate-arg=mix.py", "--mutate-arg=--build", f"--mutate-arg={build}"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env, cwd=user)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout)
+    assert differences(found) == []
+    warm = {key: result["status"] for key, result in found["warm"].items()}
+    assert warm["forced-off"] == "Survived" and warm["forced-fail"] == "Killed"
+    assert all(r["warm"] for r in found["warm"].values()), found["warm"]  # judged in a warm worker's fork
+    assert not any(r["warm"] for r in found["fresh"].values())

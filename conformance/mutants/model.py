@@ -98,6 +98,7 @@ class MutantRun:
     duration: float = 0.0
     prechecked: bool = False  # the equivalence pre-check ran on it
     cached: bool = False  # the result comes from an earlier run's cache (incremental mode)
+    warm: bool = False  # judged in a fork of a warm worker's session (warm.py), not a fresh one
 
     @property
     def possibly_equivalent(self) -> bool:

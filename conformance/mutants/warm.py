@@ -1,5 +1,7 @@
-"""Warm runs of a Python implementation's generated mutants (spec §13.2): one pytest session per
-worker, collected once, and a forked child of it per mutant.
+"""Warm runs of generated mutants (spec §13.2): one pytest session per worker, collected once, and
+a forked child of it per mutant. A Python implementation is served as below; a program is built in
+the slot (its clean build's outputs come with the clean copy, so a mutant's build compiles its one
+file and links) and started from there, as a fresh run starts it.
 
 A fresh mutant run pays a pytest session (its start, the plugin's configuration, a collection of
 the whole suite) and a served adapter process (a Python start, the harness's server modules and
@@ -53,6 +55,7 @@ import pytest
 
 from .collector import Collector
 from .model import MutantRun
+from .programs import SameProgram
 from .scratch import BuildFailed, prepare
 
 STOP = object()  # the runner closed the pipe or sent None: the worker ends
@@ -60,7 +63,9 @@ _WARM_FAILED: set[str] = set()  # targets whose warm session could not start in 
 
 
 def eligible(job: object) -> bool:
-    """A job that a warm session can run: a generated mutant of a Python implementation."""
+    """A job that a warm session can run: a generated mutant of a Python implementation, or of a
+    program (built in the slot: the clean build's outputs are copied with the clean copy, so a
+    mutant's build compiles its one file and links)."""
     from .worker import GeneratedJob
 
     return (
@@ -69,8 +74,7 @@ def eligible(job: object) -> bool:
         and not job.fresh
         and job.generated is not None
         and job.target is not None
-        and job.target.python
-        and not job.target.build
+        and (not job.target.python or not job.target.build)
         and job.target.root not in _WARM_FAILED
     )
 
@@ -175,13 +179,18 @@ class WarmLoop:
             job = following
 
     def _one(self, session: pytest.Session, adapter: Any, clean: tuple, job: Any, started: float) -> MutantRun | None:
-        run = MutantRun(job.impl, job.mutant, selected=list(job.order))
+        run = MutantRun(job.impl, job.mutant, selected=list(job.order), warm=True)
         clear(self.slot)
         try:
-            self.conn.send(("start", "writing the mutant"))
+            self.conn.send(("start", "building the mutant" if job.target.build else "writing the mutant"))
             impl = self.served(prepare(job.target, job.generated, self.slot)[0])
-        except BuildFailed as exc:  # pragma: no cover - a Python target has no build
+        except BuildFailed as exc:  # a program's check or build refused it
             run.status, run.reason = "CompileError", str(exc)
+            run.duration = time.perf_counter() - started
+            return run
+        except SameProgram as exc:  # its build made the clean program or another mutant's (programs.py)
+            run.status, run.reason = "Ignored", exc.reason
+            run.duration = time.perf_counter() - started
             return run
         if impl != self.impl:  # the slot's path is in the argument: it must not move
             raise RuntimeError(f"the warm slot's --impl changed: {impl!r} != {self.impl!r}")
@@ -352,10 +361,16 @@ def run_warm(first: Any, conn: Connection) -> Any:
     slot = folder / "slot"
     zygote: subprocess.Popen | None = None
     try:
-        impl, _ = prepare(target, None, slot)
-        zygote, why = start_zygote(folder, slot, target.root)
-        if zygote is None:
-            print(f"warm session: no warm server ({why}); each mutant's adapter process starts fresh", flush=True)
+        try:
+            impl, _ = prepare(target, None, slot)
+        except BuildFailed as exc:  # the clean copy does not build in the slot: every mutant runs fresh
+            _WARM_FAILED.add(target.root)
+            print(f"warm session: the clean copy did not build in its slot ({exc}); running fresh", flush=True)
+            return replace(first, fresh=True)
+        if target.python:  # a program is started from its build in the slot, as a fresh run starts it
+            zygote, why = start_zygote(folder, slot, target.root)
+            if zygote is None:
+                print(f"warm session: no warm server ({why}); each mutant's adapter process starts fresh", flush=True)
         served = (lambda impl: connect_command(folder, slot)) if zygote is not None else (lambda impl: impl)
         impl = served(impl)
         loop = WarmLoop(first, conn, slot, impl, served, zygote)
