@@ -289,3 +289,93 @@ def test_a_missing_package_of_the_mutate_extra_is_named_before_the_run(
         "error: elmo-conformance mutate needs universalmutator, coverage, not installed: "
         "pip install 'elmo-conformance[mutate]'"
     ) in capsys.readouterr().err
+
+
+RUST = """\
+use std::io;
+
+pub fn mix_weights(s: &[f64]) -> Vec<f64> {
+    let m = s.iter().cloned().fold(f64::MIN, f64::max);
+    s.iter().map(|x| (x - m).exp()).collect()
+}
+
+impl Server {
+    pub(crate) fn call_scalar_mix<T: Into<f64>>(&self, s: &[T]) -> Result<(), String> {
+        let w = mix_weights(&[]);
+        Ok(())
+    }
+}
+
+fn main() {
+    let table = [("scalar_mix", Server::call_scalar_mix)];
+    read_frame();
+}
+
+fn read_frame() { /* { a brace in a comment } */ }
+"""
+GO = """\
+package main
+
+func mixWeights(s []float64) []float64 {
+\treturn s
+}
+
+func (srv *Server) callScalarMix(s []float64) error {
+\tmixWeights(s)
+\treturn nil
+}
+
+func main() {
+\thandlers := map[string]any{"scalar_mix": callScalarMix}
+\t_ = handlers
+}
+"""
+JS = """\
+export function mixWeights(s) {
+  if (s.length) { return s; }
+  return [];
+}
+const callScalarMix = async (args) => {
+  return mixWeights(args.s);
+};
+class Server {
+  static handle(name) {
+    const table = { "scalar_mix": callScalarMix };
+    return table[name];
+  }
+}
+"""
+
+
+@pytest.mark.parametrize(
+    "language, text, expected",
+    [
+        ("rust", RUST, [("mix_weights", 3, 6), ("call_scalar_mix", 9, 12), ("main", 15, 18), ("read_frame", 20, 20)]),
+        ("go", GO, [("mixWeights", 3, 5), ("callScalarMix", 7, 10), ("main", 12, 15)]),
+        ("javascript", JS, [("mixWeights", 1, 4), ("callScalarMix", 5, 7), ("handle", 9, 12)]),
+    ],
+)
+def test_the_functions_of_a_program_in_each_brace_language(language: str, text: str, expected: list) -> None:
+    """reach.c_functions finds each function definition and its lines (counted by hand): Rust's
+    in an `impl`, with generics and a return type; Go's with a receiver; JavaScript's functions,
+    arrow functions and class methods; an `if` block is not a function."""
+    from elmo_conformance.conformance.mutants.reach import c_functions
+
+    assert [(name, first, last) for name, first, last, _, _ in c_functions(text, language)] == expected
+
+
+def test_a_programs_call_graph_is_read_from_every_source(tmp_path: Path) -> None:
+    """A helper that a handler calls in one file and main calls in another is reached by every
+    test: the map must read both files even when only the helper's file has mutants to run (read
+    from that file alone, it would run only the handler's tests: a false survivor)."""
+    (tmp_path / "mix.rs").write_text(
+        'fn call_scalar_mix() { helper(); }\nfn helper() {\n    let x = 1;\n}\n'
+        'const T: [(&str, fn()); 1] = [("scalar_mix", call_scalar_mix)];\n',
+        encoding="utf-8",
+    )
+    (tmp_path / "main.rs").write_text("fn main() {\n    helper();\n}\n", encoding="utf-8")
+    names = ["scalar_mix"]
+    alone = ProgramMap([tmp_path / "mix.rs"], names)
+    assert alone.protocol_functions(str(tmp_path / "mix.rs"), 3) == {"scalar_mix"}
+    both = ProgramMap([tmp_path / "mix.rs", tmp_path / "main.rs"], names)
+    assert both.protocol_functions(str(tmp_path / "mix.rs"), 3) is EVERY

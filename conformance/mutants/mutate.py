@@ -48,7 +48,7 @@ from .generate import EngineMissing, Generated, generate, language_of, require_e
 from .html import NpmUnavailable, write_html
 from .model import Baseline, MutantInfo, MutantRun
 from .pool import WorkerStartError, run_jobs
-from .reach import EVERY, ONE, ProgramMap, program_reach, python_reach
+from .reach import DEFINITIONS, EVERY, ONE, ProgramMap, program_reach, python_reach
 from .runner import SESSION_OVERHEAD_S, Options, Plan, Results
 from .sampling import Drawn, draw, interval
 from .scratch import (
@@ -426,6 +426,7 @@ class GeneratedPlan(Plan):
         self.cache, self.context, self.bar = cache, context, progress
         self.build_time = 0.0
         self.marked: dict[str, Equivalent] = {}  # mutants the user marked equivalent: Ignored, not run
+        self.sources: list[Path] = []  # every source file given (a program's call graph is read from all)
         self.fresh = False  # --fresh: no warm worker (warm.py)
         lines = tuple(sorted({m.file for m in mutants})) if target.python else ()
         n = results.options.workers
@@ -482,10 +483,8 @@ class GeneratedPlan(Plan):
             return lambda m: python_reach(m.file, m.line, baseline.lines)
         from elmo_conformance.conformance.protocol import protocol
 
-        program = ProgramMap(
-            [Path(f) for f in sorted({m.file for m in self.mutants}) if language_of(Path(f)) in ("c", "cpp")],
-            protocol().functions,
-        )
+        sources = self.sources or sorted({Path(m.file) for m in self.mutants})
+        program = ProgramMap([f for f in sources if language_of(f) in DEFINITIONS], protocol().functions)
         return lambda m: program_reach(program, m.file, m.line, baseline.calls)
 
     def _baseline_done(self, baseline: Baseline) -> None:
@@ -1044,6 +1043,7 @@ def _run(
         context = Cache.context(project, suite_version(), target.impl, target.build, verdict_options(args))
         plan = GeneratedPlan(results, target, mutants, args.select, scratch, cache, context, progress)
         plan.build_time, plan.marked, plan.fresh = build_time, args.marked, args.fresh
+        plan.sources = [Path(f) for f in files]
         try:
             with tempfile.TemporaryDirectory(prefix="elmo-mutate-logs-") as logs:
                 run_jobs(plan, options.workers, Path(logs), progress.write)

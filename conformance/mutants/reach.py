@@ -10,8 +10,10 @@ it). Any other statement outside every function (module or class level) runs on 
 test: every test reaches it. No test reaching a statement inside a function means NoCoverage.
 
 Other languages (a program behind the wire protocol): the baseline records which protocol
-functions each test calls. The source's functions are found with a C-like scanner (brace
-matching), the protocol function a handler serves by the line that names it in a string
+functions each test calls. The functions of every source of the program (not only the files of
+the mutants run: a caller elsewhere must be seen) are found with a scanner of brace languages (a
+definition's head per language, DEFINITIONS: C, C++, Rust, Go, JavaScript; brace matching), the
+protocol function a handler serves by the line that names it in a string
 (`{"scalar_mix", ..., call_scalar_mix}`), and calls by name. A function reached from a protocol
 function's handler is reached by the tests that call that protocol function; one that the program
 also reaches outside every handler (the wire format, main), one named only in a table, and every
@@ -103,6 +105,26 @@ def scope_text(file: str, line: int) -> str:
 # --- programs -------------------------------------------------------------------------------
 
 _DEFINITION = re.compile(r"^[A-Za-z_][\w\s\*]*?\b([A-Za-z_]\w*)\s*\([^;{}]*\)\s*\{", re.M)
+# A function definition's head, up to its body's `{`, and its name (group 1), per language. C's
+# are at the top level only; the others' may sit in a block (a Rust `impl`, a JavaScript class).
+DEFINITIONS = {
+    "c": _DEFINITION,
+    # C++: qualified names (`int Mix::weights(...) const {`), references and templates in the type.
+    "cpp": re.compile(r"^[A-Za-z_][\w\s\*&:<>,]*?\b([A-Za-z_]\w*)\s*\([^;{}]*\)[\s\w]*\{", re.M),
+    "rust": re.compile(
+        r"^[ \t]*(?:pub(?:\([^)]*\))?\s+)?(?:(?:const|async|unsafe|extern\s+\"[^\"]*\")\s+)*fn\s+([A-Za-z_]\w*)"
+        r"\s*(?:<[^{;]*?>)?\s*\([^{;]*?\)[^{;]*\{",
+        re.M,
+    ),
+    "go": re.compile(r"^func\s+(?:\([^)]*\)\s*)?([A-Za-z_]\w*)\s*(?:\[[^\]]*\])?\s*\([^{]*?\)[^{\n]*\{", re.M),
+    "javascript": re.compile(
+        r"^[ \t]*(?:export\s+)?(?:(?:async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)\s*\([^)]*\)"
+        r"|(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*=\s*(?:async\s*)?(?:function\b[^(]*)?\([^)]*\)\s*(?:=>)?"
+        r"|(?:static\s+|async\s+)*([A-Za-z_$][\w$]*)\s*\([^)]*\))\s*\{",
+        re.M,
+    ),
+}
+_KEYWORDS = {"if", "for", "while", "switch", "catch", "return", "else", "do", "with", "function"}
 _IDENTIFIER = re.compile(r"\b[A-Za-z_]\w*\b")
 _STRING = re.compile(r'"([A-Za-z_]\w*)"')
 
@@ -112,14 +134,21 @@ def _strip_comments(text: str) -> str:
     return re.sub(r"//[^\n]*", "", text)
 
 
-def c_functions(text: str) -> list[tuple[str, int, int, int, int]]:
+def c_functions(text: str, language: str = "c") -> list[tuple[str, int, int, int, int]]:
     """(name, first line, last line, body start offset, body end offset) of each function
-    definition at the top level of a C-like source."""
+    definition of a C-like source (DEFINITIONS: C and C++ at the top level; Rust, Go and
+    JavaScript in any block but another function's body)."""
     text = _strip_comments(text)
-    found = []
-    for match in _DEFINITION.finditer(text):
-        if text[: match.start()].count("{") != text[: match.start()].count("}"):
+    found: list[tuple[str, int, int, int, int]] = []
+    top_level_only = language in ("c", "cpp")
+    for match in DEFINITIONS.get(language, _DEFINITION).finditer(text):
+        name = next((g for g in match.groups() if g), None)
+        if name is None or name in _KEYWORDS:
+            continue
+        if top_level_only and text[: match.start()].count("{") != text[: match.start()].count("}"):
             continue  # not at the top level
+        if found and match.start() < found[-1][4]:
+            continue  # inside the function found before it
         depth, i = 0, match.end() - 1
         while i < len(text):
             depth += {"{": 1, "}": -1}.get(text[i], 0)
@@ -127,7 +156,7 @@ def c_functions(text: str) -> list[tuple[str, int, int, int, int]]:
                 break
             i += 1
         first = text.count("\n", 0, match.start()) + 1
-        found.append((match.group(1), first, text.count("\n", 0, i) + 1, match.end(), i))
+        found.append((name, first, text.count("\n", 0, i) + 1, match.end(), i))
     return found
 
 
@@ -139,10 +168,12 @@ class ProgramMap:
         bodies: dict[str, str] = {}
         roots: dict[str, set[str]] = {}  # protocol function -> handler functions
         names = set(protocol_functions)
+        from .generate import language_of
+
         texts = {str(f.resolve()): f.read_text(encoding="utf-8", errors="replace") for f in files}
         for file, text in texts.items():
             stripped = _strip_comments(text)
-            spans = c_functions(text)
+            spans = c_functions(text, language_of(Path(file)) or "c")
             self.functions[file] = [(name, first, last) for name, first, last, _, _ in spans]
             for name, _, _, start, end in spans:
                 bodies[name] = bodies.get(name, "") + stripped[start:end]
