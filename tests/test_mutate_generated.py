@@ -369,7 +369,7 @@ def test_a_programs_call_graph_is_read_from_every_source(tmp_path: Path) -> None
     test: the map must read both files even when only the helper's file has mutants to run (read
     from that file alone, it would run only the handler's tests: a false survivor)."""
     (tmp_path / "mix.rs").write_text(
-        'fn call_scalar_mix() { helper(); }\nfn helper() {\n    let x = 1;\n}\n'
+        "fn call_scalar_mix() { helper(); }\nfn helper() {\n    let x = 1;\n}\n"
         'const T: [(&str, fn()); 1] = [("scalar_mix", call_scalar_mix)];\n',
         encoding="utf-8",
     )
