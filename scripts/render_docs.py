@@ -12,7 +12,7 @@ Each fact has one source; what restates it is produced from it here:
 - spec/elmo.md §13, the mutant catalog: from spec/mutants.json, between `mutant-table` markers;
 - spec/schemas/tolerances.schema.json, the `enum` of quantity names: from the quantities
   spec/tolerances.json gives CPU values for (conformance/tolerances.py QUANTITIES);
-- README.md, the hello frame of the wire protocol example (the line `harness: ELMO ...` and the
+- docs/adapters.md, the hello frame of the wire protocol example (the line `harness: ELMO ...` and the
   bytes under it): from the very bytes the harness sends (conformance/process.py), captured from
   a process started the way `--impl 'cmd:...'` starts one.
 
@@ -37,9 +37,9 @@ if str(ROOT) not in sys.path:
 COMMAND = "python scripts/render_docs.py"
 SPEC = "spec/elmo.md"
 SCHEMA = "spec/schemas/tolerances.schema.json"
-README = "README.md"
+WIRE_EXAMPLE = "docs/adapters.md"  # the wire example
 SOURCES = ("spec/validation.json", "spec/mutants.json", "spec/protocol.json", "spec/tolerances.json")
-TARGETS = (SPEC, SCHEMA, README)
+TARGETS = (SPEC, SCHEMA, WIRE_EXAMPLE)
 
 
 class RenderError(ValueError):
@@ -153,10 +153,12 @@ def hello_lines(frame: bytes) -> str:
     return f"harness: ELMO {frame[4:8].hex()} {_show(message)}\n         {shown} ..."
 
 
-def readme_with_hello(readme_text: str, frame: bytes) -> str:
-    if len(HELLO_LINE.findall(readme_text)) != 1:
-        raise RenderError(f"{README} needs one wire example starting `harness: ELMO <length> m{{...}}` and its bytes")
-    return HELLO_LINE.sub(lambda m: hello_lines(frame), readme_text)
+def page_with_hello(page_text: str, frame: bytes) -> str:
+    if len(HELLO_LINE.findall(page_text)) != 1:
+        raise RenderError(
+            f"{WIRE_EXAMPLE} needs one wire example starting `harness: ELMO <length> m{{...}}` and its bytes"
+        )
+    return HELLO_LINE.sub(lambda m: hello_lines(frame), page_text)
 
 
 def render(texts: Mapping[str, str], frame: bytes) -> dict[str, str]:
@@ -169,7 +171,7 @@ def render(texts: Mapping[str, str], frame: bytes) -> dict[str, str]:
     return {
         SPEC: spec,
         SCHEMA: schema_with_quantities(texts[SCHEMA], list(quantities(tolerances))),
-        README: readme_with_hello(texts[README], frame),
+        WIRE_EXAMPLE: page_with_hello(texts[WIRE_EXAMPLE], frame),
     }
 
 
@@ -186,7 +188,7 @@ def stale(texts: Mapping[str, str], frame: bytes) -> list[str]:
     what: dict[str, str] = {
         SPEC: "the §8 or §13 table does not match spec/validation.json or spec/mutants.json",
         SCHEMA: "the enum of quantity names does not match the quantities of spec/tolerances.json",
-        README: "the wire example's hello frame is not what the harness sends",
+        WIRE_EXAMPLE: "the wire example's hello frame is not what the harness sends",
     }
     return [f"{path}: {what[path]}; run `{COMMAND}`" for path, text in rendered.items() if text != texts[path]]
 

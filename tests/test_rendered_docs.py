@@ -1,7 +1,7 @@
 """What the docs restate is rendered from its one source (scripts/render_docs.py), and CI fails,
 naming the command that renders it, when a rendered part is stale: the §8 and §13 tables of
 spec/elmo.md, the enum of tolerance quantities in spec/schemas/tolerances.schema.json and the
-hello frame of README.md's wire example.
+hello frame of the wire example in docs/adapters.md.
 
 Each check is first shown to fail on a drifted copy, then to pass on the real thing."""
 
@@ -78,14 +78,16 @@ def test_the_schema_names_the_quantities_of_tolerances_json(texts, frame) -> Non
     assert tuple(schema["$defs"]["by_dtype"]["additionalProperties"]["propertyNames"]["enum"]) == QUANTITIES
 
 
-def test_the_readme_wire_example_is_the_hello_the_harness_sends(texts, frame) -> None:
+def test_the_wire_example_is_the_hello_the_harness_sends(texts, frame) -> None:
     older = wire.frame({"type": "hello", "protocol": "1.0"})  # the hello before the suite's version was sent
     assert render_docs.stale(texts, older) == [
-        "README.md: the wire example's hello frame is not what the harness sends; " + COMMAND
+        "docs/adapters.md: the wire example's hello frame is not what the harness sends; " + COMMAND
     ]
     assert render_docs.stale(texts, frame) == []
-    # and, read back from the README: the header's length is the body's, the bytes are the frame's
-    line = re.search(r"^harness: ELMO ([0-9a-f]{8}) (m\{.*\})\n +((?:[0-9a-f]{2} )+)\.\.\.$", texts["README.md"], re.M)
+    # and, read back from the page: the header's length is the body's, the bytes are the frame's
+    line = re.search(
+        r"^harness: ELMO ([0-9a-f]{8}) (m\{.*\})\n +((?:[0-9a-f]{2} )+)\.\.\.$", texts["docs/adapters.md"], re.M
+    )
     assert line is not None
     length = int.from_bytes(bytes.fromhex(line.group(1)), "little")
     assert wire.HEADER.unpack(frame[:8]) == (wire.MAGIC, length) and len(frame) == 8 + length
@@ -100,8 +102,10 @@ def test_the_check_exits_1_and_names_the_command(tmp_path, capsys) -> None:
     for path in (*render_docs.SOURCES, *render_docs.TARGETS):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text((ROOT / path).read_text(encoding="utf-8"), encoding="utf-8")
-    readme = (tmp_path / "README.md").read_text(encoding="utf-8")
-    (tmp_path / "README.md").write_text(re.sub(r"ELMO [0-9a-f]{8} m", "ELMO 2b000000 m", readme), encoding="utf-8")
+    page = (tmp_path / "docs" / "adapters.md").read_text(encoding="utf-8")
+    (tmp_path / "docs" / "adapters.md").write_text(
+        re.sub(r"ELMO [0-9a-f]{8} m", "ELMO 2b000000 m", page), encoding="utf-8"
+    )
     sent = render_docs.hello_frame()
     assert render_docs.main(["--check"], root=tmp_path, frame=lambda: sent) == 1
     assert COMMAND in capsys.readouterr().err

@@ -362,7 +362,7 @@ def _job_env(job: Job, job_id: str) -> dict[str, str]:
     # The harness runs in the submission's folder: Python must not import from it (a submission's
     # own pytest.py or elmo_conformance/ would run in the harness's process, outside the sandbox).
     env["PYTHONSAFEPATH"] = "1"
-    # One thread per worker (README, "Where the jobs run"), and a CPU time that does not grow with
+    # One thread per worker (docs/batch.md, "Where the jobs run"), and a CPU time that does not grow with
     # the machine's load: a BLAS pool waiting for its threads on busy cores spins, and counts.
     for variable in THREAD_VARIABLES:
         env.setdefault(variable, "1")
