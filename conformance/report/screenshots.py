@@ -1,4 +1,4 @@
-"""The README's pictures of the two pages, made by the project's own code: `python -m
+"""The pictures of the two pages in docs/checking.md, made by the project's own code: `python -m
 elmo_conformance.conformance.report.screenshots` runs the suite on the reference and on a broken
 adapter (tests/broken/raises.py) and writes docs/report.png, then the dashboard of every built-in
 adapter that runs here (numpy, torch, jax, c; or the --reports given) with the broken one, and
