@@ -1,6 +1,6 @@
 """Headless Chromium for the report pages, driven by Playwright: `Chromium`, one page for the
 browser tests (console errors, requests made, dialogs, clicks, evaluated expressions, PNG
-screenshots), and `screenshot`, a PNG of the top of a page for the pictures in docs/
+screenshots), and `screenshot`, a PNG of the top of a page for the pictures of docs/checking.md.
 
 Playwright's Python package drives the system's Chromium, launched by its executable path: no
 browser is downloaded. Chromium runs headless without a sandbox, GPU, QUIC, background networking,
