@@ -65,15 +65,16 @@ def test_probe_gives_a_constant_column_no_weight(case: Case) -> None:
     W, _ = case.fit_linear_probe(X, y, n_classes, **settings)
     if np.any(W[constant] != 0):
         fail(("7.1",), f"W rows {constant.tolist()} (constant columns) are {W[constant].tolist()}, expected exactly 0")
-    # A column whose first row is its minimum is not constant: its values are not all equal (§7.1
-    # decides by equality, not by comparing each value with the first row's).
-    X = case.cast(np.array([[1.0, 1.0], [2.0, 2.0], [3.0, -1.0], [2.0, 0.5]]))
+    # A column whose first row is its minimum, and whose first two rows are equal, is not constant:
+    # its values are not all equal (§7.1 decides by equality of every row, not by comparing with the
+    # first row's value, nor by looking at the first rows only).
+    X = case.cast(np.array([[1.0, 1.0], [1.0, 2.0], [3.0, -1.0], [2.0, 0.5]]))
     labels = np.array([0, 1, 1, 0])
     got = case.fit_linear_probe(X, labels, 2, **settings)
     want = reference.fit_linear_probe(widen(X), labels, 2, **settings)
     context = (
-        "for the columns (1, 2, 3, 2) and (1, 2, -1, 0.5): neither is constant, though no value of the first is "
-        "below its first row's; §7.1 decides by equality, not by comparing with the first row"
+        "for the columns (1, 1, 3, 2) and (1, 2, -1, 0.5): neither is constant, though no value of the first is "
+        "below its first row's and its first two rows are equal; §7.1 decides by the equality of every row"
     )
     check_probe_weights(case, X, labels, 2, settings, got, want, context)
     # Three rows of 0.1: the computed mean is 0.10000000000000002 in float64 and the computed
