@@ -1,4 +1,4 @@
-"""What each mutation engine generates on the same file, measured (README "Mutation testing"):
+"""What each mutation engine generates on the same file, measured (docs/mutation.md, "Getting started"):
 
     python -m elmo_conformance.conformance.mutants.engines FILE...
 

@@ -3,7 +3,7 @@ source, one changed line per mutant.
 
 universalmutator (https://github.com/agroce/universalmutator) is a maintained, regexp-based
 engine with rule sets for C, C++, Python, JavaScript, Rust, Java, Go and more; one engine serves
-every language the suite can check (README "Mutation testing" has the measured comparison with
+every language the suite can check (docs/mutation.md, "Getting started", has the measured comparison with
 mutmut and cosmic-ray). Its rules are used as they are; what is added here:
 
 - only lines with code are mutated (a Python line that is all comment or string, a C line in a
