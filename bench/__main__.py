@@ -20,13 +20,13 @@ import numpy as np
 
 from elmo_conformance.conformance.loading import AdapterLoadError, available_builtins, load_adapter
 
-from . import batch, bilm, mutants, probe, scaling, suite, wire
+from . import batch, bilm, mutants, probe, scaling, suite, warm, wire
 from . import mutate as generated
 from .peak import matmul_peak
 from .report import table
 from .threads import limit_threads, thread_report
 
-PARTS = ("suite", "sandbox", "bilm", "probe", "scaling", "wire", "batch", "mutate")
+PARTS = ("suite", "sandbox", "bilm", "probe", "scaling", "wire", "batch", "mutate", "warm")
 DTYPES = ("float64", "float32")
 LOSS_RTOL = {"float64": 1e-9, "float32": 1e-4}  # the same loss up to each dtype's rounding
 
@@ -49,6 +49,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, help="at most this many threads per library (default: theirs)")
     parser.add_argument("--batch-submissions", type=int, default=20, help="the batch part's class size")
     parser.add_argument("--batch-workers", type=int, default=2, help="the batch part's worker processes")
+    parser.add_argument(
+        "--warm-mutants",
+        type=int,
+        default=300,
+        metavar="N",
+        help="the warm part's seeded sample of the reference's generated mutants (0: the whole set)",
+    )
     parser.add_argument("--smoke", action="store_true", help="tiny sizes, one repeat: checks the code, not speed")
     args = parser.parse_args(argv)
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
@@ -164,9 +171,18 @@ def main(argv: list[str] | None = None) -> int:
     if "mutate" in args.parts:
         log("generated mutants of c: elmo-conformance mutate --impl c --max-mutants 300 --seed 1 --workers 2")
         result["mutate"] = {"pending": "not run with --smoke"} if args.smoke else generated.run()
+    if "warm" in args.parts:
+        n = 12 if args.smoke else args.warm_mutants
+        log(f"the reference's generated mutants, warm and --fresh (sample {n or 'none: the whole set'}, 2 workers)")
+        result["warm"] = warm.run(n=n)
     result["environment"]["finished"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     text = "\n".join(
-        [table(result), *batch.rows(result.get("batch") or {}), *generated.rows(result.get("mutate") or {})]
+        [
+            table(result),
+            *batch.rows(result.get("batch") or {}),
+            *generated.rows(result.get("mutate") or {}),
+            *warm.rows(result.get("warm") or {}),
+        ]
     )
     for path, content in ((args.out, json.dumps(result, indent=1) + "\n"), (args.table, text + "\n")):
         path.parent.mkdir(parents=True, exist_ok=True)

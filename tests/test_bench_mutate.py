@@ -36,3 +36,26 @@ def test_rows_show_the_figures_and_the_target() -> None:
     text = "\n".join(mutate.rows(result))
     assert "| 7 | 6 | 2 | 1 | 1 | 1 | 2 | 0 | 60.0 % |" in text and "at most 0.3x" in text
     assert mutate.rows({}) == [] and "pending" in mutate.rows({"pending": "not run with --smoke"})[1]
+
+
+def test_the_warm_part_shows_both_modes_in_suite_runs_and_the_statuses_that_differ() -> None:
+    from bench import warm
+
+    def mode(wall: float, whole: float) -> dict:
+        statuses = {"Killed": 250, "Survived": 40, "NoCoverage": 10}
+        figures = {"ratio": wall / 10.0, "whole_s": whole, "whole_ratio": whole / 10.0, "cpu_s": wall, "cpu_ratio": 1.0}
+        return {"wall_s": wall, "mutants": 300, "generated": 2995, "statuses": statuses, **figures}
+
+    result = {"suite_s": 10.0, "sample": 300, "seed": 1, "workers": 2, "warm": mode(60.0, 500.0)}
+    result |= {"fresh": mode(300.0, 2900.0), "differ": [], "speedup": 5.0, "cpu_speedup": 4.0}
+    text = "\n".join(warm.rows(result))
+    assert (
+        "| warm | 300 of 2995 | 60 s | 6.0x | 60 s, 1.0x | 500 s | 50x | Killed 250, NoCoverage 10, Survived 40 |"
+        in text
+    )
+    assert "| fresh | 300 of 2995 | 300 s | 30.0x | 300 s, 1.0x | 2900 s | 290x |" in text
+    assert "5.00x faster in wall time, 4.00x in CPU time; statuses that differ: 0 (none)" in text
+    assert "at most 60x" in text
+    result["differ"] = ["abc"]
+    assert "statuses that differ: 1 (abc)" in "\n".join(warm.rows(result))
+    assert warm.rows({}) == [] and "failed" in warm.rows({"error": "the suite run failed"})[1]
