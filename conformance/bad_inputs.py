@@ -359,8 +359,13 @@ def _setting(c: Clause, value: Any) -> Change:
 
 
 def _changing(c: Clause, change: Callable[[Any, np.dtype], Any]) -> Change:
-    """The inputs with the array the clause is about passed through `change`."""
-    return lambda x, dt: _set_array(x, c, change(_get(x, c), dt))
+    """The inputs with the array the clause is about passed through `change`; for a list of arrays
+    (layers, g_layers) with no item named, every one of them."""
+
+    def changed(value: Any, dt: np.dtype) -> Any:
+        return [change(item, dt) for item in value] if isinstance(value, list) else change(value, dt)
+
+    return lambda x, dt: _set_array(x, c, changed(_get(x, c), dt))
 
 
 def _as_dtype(dtype: np.dtype) -> Callable[[Any, np.dtype], Any]:
