@@ -31,7 +31,17 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: overlay.py CONFIG.json", file=sys.stderr)
         return 2
-    with open(args[0], encoding="utf-8") as handle:
+    impl = setup(args[0])
+    from elmo_conformance.conformance import serve
+
+    sys.argv = [str(serve.__file__), impl]
+    return serve.main([impl])
+
+
+def setup(config_file: str) -> str:
+    """This process as a served run from the copy has it (its working folder, import path and
+    import hook); returns the --impl argument to serve. zygote.py's forks call it too."""
+    with open(config_file, encoding="utf-8") as handle:
         config = json.load(handle)
     os.chdir(config["cwd"])
     sys.path[:0] = [config["cwd"], *config["path"]]
@@ -43,10 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     from elmo_conformance.conformance.mutants.copies import FromCopy
 
     sys.meta_path.insert(0, FromCopy(config["root"], config["copy"]))
-    from elmo_conformance.conformance import serve
-
-    sys.argv = [str(serve.__file__), config["impl"]]
-    return serve.main([config["impl"]])
+    return str(config["impl"])
 
 
 if __name__ == "__main__":

@@ -313,7 +313,7 @@ def start_zygote(folder: Path, slot: Path, root: str) -> tuple[subprocess.Popen 
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(folder / "zygote.sock"))
     listener.listen(8)
-    argv = [sys.executable, str(ZYGOTE), "serve", str(listener.fileno())]
+    argv = [sys.executable, str(ZYGOTE), "serve", str(listener.fileno()), str(slot / "overlay.json")]
     env = dict(os.environ)
     if sandbox.active():
         box = sandbox.Sandbox(writable=(str(slot),))

@@ -1,13 +1,18 @@
 """The warm server of a worker's warm session (warm.py): served mutants forked, not started.
 
-    python .../zygote.py serve FD                # once per warm session, in the sandbox
+    python .../zygote.py serve FD CONFIG.json    # once per warm session, in the sandbox
     python -S .../zygote.py connect SOCKET CONFIG.json   # per served mutant: the harness's --impl
 
 A fresh served mutant (overlay.py) pays a Python start and the protocol server's imports (the
 harness's wire, protocol and loading modules, NumPy) before the implementation's own code runs.
 `serve` pays them once: it imports the protocol server, checks that nothing under the project root
 (named in ROOT_ENV, not on its command line, which the sandbox would make readable) came with it,
-and accepts connections on FD, the listening socket the worker made and it inherits. `connect` is the process the harness starts for a mutant, in
+and accepts connections on FD, the listening socket the worker made and it inherits. Before that
+it learns, in a forked probe that loads the clean copy's adapter (CONFIG.json), which other
+modules the implementation imports (jsonschema, a framework), and imports them too when a second
+fork shows that they import nothing of the project: never the project's own modules, nor the
+harness's adapters that import them, nor a library whose threads do not survive a fork (torch,
+JAX, TensorFlow). `connect` is the process the harness starts for a mutant, in
 its own sandbox as every served adapter is: it hands its standard input, output and error to the
 warm server (SCM_RIGHTS), which forks a child that becomes overlay.py's server for CONFIG on them:
 the child imports the implementation from the mutant's copy (every project module executed from
@@ -33,6 +38,7 @@ import select  # noqa: E402
 import signal  # noqa: E402
 import socket  # noqa: E402
 import struct  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 
 READY = b"ready\n"
 ROOT_ENV = "ELMO_CONFORMANCE_WARM_ROOT"  # the project root, for serve's check
@@ -43,8 +49,8 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-def _project_modules(root: str) -> list[str]:
-    roots = {os.path.abspath(root), os.path.realpath(root)}
+def _project_modules(folders: tuple[str, ...]) -> list[str]:
+    roots = {p for f in folders for p in (os.path.abspath(f), os.path.realpath(f))}
     found = []
     for name, module in list(sys.modules.items()):
         where = getattr(module, "__file__", None)
@@ -53,17 +59,76 @@ def _project_modules(root: str) -> list[str]:
     return found
 
 
-def serve(fd: int) -> int:
+UNSAFE = ("torch", "jax", "jaxlib", "tensorflow")  # their thread pools do not survive a fork
+
+
+def _in_fork(work: Callable[[], object]) -> object:
+    """`work()` in a forked child, its JSON result back (None when it failed)."""
+    import json
+
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(reader)
+        try:
+            data = json.dumps(work()).encode()
+        except BaseException:  # noqa: BLE001 - a failed probe means no preimport
+            data = b"null"
+        with os.fdopen(writer, "wb") as out:
+            out.write(data)
+        os._exit(0)
+    os.close(writer)
+    with os.fdopen(reader, "rb") as source:
+        data = source.read()
+    os.waitpid(pid, 0)
+    return json.loads(data or b"null")
+
+
+def _probe(config: str, roots: tuple[str, ...]) -> list[str]:
+    """In a fork: load the clean adapter as a served run does; the modules it imported beyond
+    the server's, in order, that are neither the project's nor the harness's."""
+    from elmo_conformance.conformance.loading import load_adapter
+    from elmo_conformance.conformance.mutants import overlay
+
+    before = set(sys.modules)
+    load_adapter(overlay.setup(config))
+    new = [name for name in sys.modules if name not in before]
+    if any(name.split(".")[0] in UNSAFE for name in new):
+        return []
+    project = set(_project_modules(roots))
+    return [name for name in new if name not in project and name.split(".")[0] != "elmo_conformance"]
+
+
+def _preimport(names: list[str], roots: tuple[str, ...]) -> list[str]:
+    """Import `names`; what of the project came with them."""
+    import importlib
+
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001, S112 - a module only importable in the copy's context
+            continue
+    return _project_modules(roots)
+
+
+def serve(fd: int, config: str) -> int:
+    import json
+
     root = os.environ.pop(ROOT_ENV, "") or "/nonexistent"
+    with open(config, encoding="utf-8") as handle:
+        roots = (root, str(json.load(handle)["copy"]))
     out = os.fdopen(os.dup(1), "wb", buffering=0)
     os.dup2(2, 1)  # what the imports print goes to standard error
     from elmo_conformance.conformance import serve as server  # noqa: F401  (the imports paid once)
     from elmo_conformance.conformance.mutants import copies, overlay  # noqa: F401
 
-    loaded = _project_modules(root)
+    loaded = _project_modules(roots)
     if loaded:  # forked children would share what a fresh process imports from the mutant's copy
         out.write(REFUSED + f"the protocol server imports the project's {', '.join(loaded[:3])}\n".encode())
         return 3
+    names = _in_fork(lambda: _probe(config, roots))
+    if isinstance(names, list) and names and _in_fork(lambda: _preimport(names, roots)) == []:
+        _preimport(names, roots)
     listener = socket.socket(fileno=fd)
     out.write(READY)
     out.close()
@@ -201,11 +266,11 @@ def connect(path: str, config: str) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) == 2 and argv[0] == "serve":
-        return serve(int(argv[1]))
+    if len(argv) == 3 and argv[0] == "serve":
+        return serve(int(argv[1]), argv[2])
     if len(argv) == 3 and argv[0] == "connect":
         return connect(argv[1], argv[2])
-    print("usage: zygote.py serve FD | zygote.py connect SOCKET CONFIG.json", file=sys.stderr)
+    print("usage: zygote.py serve FD CONFIG.json | zygote.py connect SOCKET CONFIG.json", file=sys.stderr)
     return 2
 
 
