@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -28,8 +29,9 @@ HANGS = "k += 1 -> pass"  # the softmax's loop never ends: a Timeout
 NEW_HELLO = 'grad", " -> (nothing)'  # drops two capabilities: another hello, another collection
 
 
-def modes(user: Path, *args: str) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+def modes(user: Path, *args: str, env: dict[str, str] | None = None) -> dict:
+    path = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    env = {**os.environ, "PYTHONPATH": path, **(env or {})}
     command = [sys.executable, str(ROOT / "tests" / "mutate_modes.py"), str(user / "outside_mix.py"), "-k", FAST]
     done = subprocess.run([*command, *args], capture_output=True, text=True, timeout=600, env=env, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -80,3 +82,28 @@ def test_the_comparison_sees_a_verdict_that_differs() -> None:
 
 
 pytestmark = pytest.mark.xdist_group("mutate-warm")
+
+
+def test_a_hanging_mutant_leaves_no_process_without_the_sandbox(tmp_path: Path) -> None:
+    """Without the sandbox's PID namespace, the warm server's fork that serves a hanging mutant
+    ends with its worker (the runner kills a worker past its deadline) all the same."""
+    shutil.copy(EXAMPLE, tmp_path / "outside_mix.py")
+    ids = {m.label().split("  ", 1)[1]: m.id for m in generate(tmp_path / "outside_mix.py")}
+    scratch = Path(tempfile.mkdtemp(prefix="warm-", dir="/tmp"))  # short: the warm server's socket path
+    try:
+        found = modes(
+            tmp_path, "--sample", "0", "--timeout", "4", "--mutant", ids[HANGS],
+            env={"ELMO_CONFORMANCE_NO_SANDBOX": "1", "TMPDIR": str(scratch)},
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    assert found["warm"][ids[HANGS]]["status"] == found["fresh"][ids[HANGS]]["status"] == "Timeout"
+    left = []
+    for entry in Path("/proc").iterdir():
+        try:
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if str(scratch) in command:
+            left.append(f"{entry.name}: {command[:200]}")
+    assert left == []

@@ -311,8 +311,12 @@ def start_zygote(folder: Path, slot: Path, root: str) -> tuple[subprocess.Popen 
     from .zygote import READY, ROOT_ENV
 
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(folder / "zygote.sock"))
-    listener.listen(8)
+    try:
+        listener.bind(str(folder / "zygote.sock"))  # a path of at most 107 bytes
+        listener.listen(8)
+    except OSError as exc:
+        listener.close()
+        return None, f"its socket cannot be made in {folder}: {exc}"
     argv = [sys.executable, str(ZYGOTE), "serve", str(listener.fileno()), str(slot / "overlay.json")]
     env = dict(os.environ)
     if sandbox.active():

@@ -176,6 +176,16 @@ def _close(poller: select.poll, by_connection: dict[int, int], connection: socke
     connection.close()
 
 
+def _die_with_parent() -> None:
+    """PR_SET_PDEATHSIG: this process is killed when the warm server ends (the worker ended it)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
 def _exit_code(status: int) -> int:
     return 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
 
@@ -195,10 +205,14 @@ def _fork(connection: socket.socket, listener: socket.socket) -> tuple[int, int]
             os.close(fd)
         return None
     config = message.decode("utf-8")
+    warm_server = os.getpid()
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
+            _die_with_parent()  # without the sandbox's PID namespace, nothing else would end it
+            if os.getppid() != warm_server:
+                os._exit(70)
             os.setsid()  # a group of its own: a mutant's kill(0, ...) does not reach the warm server
             listener.close()
             connection.close()
