@@ -326,8 +326,13 @@ def test_every_suite_option_that_takes_a_value_is_known_to_the_command_line(tmp_
                 with_value |= names
     assert {"--impl", "--report", "--sandbox-limit"} <= with_value and "--no-sandbox" not in with_value
     assert with_value <= invocation.VALUE_OPTIONS
-    help_text = subprocess.run(
-        [sys.executable, "-m", "pytest", "--help"], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    help_text = subprocess.run(  # pytest's options and the suite's, through the entry point
+        [sys.executable, "-m", "elmo_conformance", "suite", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=child_environment(),
     ).stdout
     known = (
         set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", help_text)) | declared | {"--junitxml"}
