@@ -116,16 +116,27 @@ def _inside(path: str, folder: str) -> bool:
 
 def find_root(paths: list[Path]) -> Path:
     """The project root of `paths` (absolute, not resolved): the nearest folder at or above their
-    common folder that holds a project file, or the common folder itself."""
+    common folder that holds a project file, or the common folder itself. The search stops below
+    a folder that holds the suite itself (its checkout): an implementation kept in it (the
+    examples of tests/examples/) is its own project, not the suite's."""
     folders = [str(p if p.is_dir() else p.parent) for p in paths]
     common = Path(os.path.commonpath(folders))
     home = Path.home()
     for folder in [common, *common.parents]:
-        if folder == home or folder == Path(folder.anchor):
+        if folder == home or folder == Path(folder.anchor) or holds_the_suite(folder):
             break
         if any((folder / name).exists() for name in PROJECT_FILES):
             return folder
     return common
+
+
+def holds_the_suite(folder: Path) -> bool:
+    """Whether `folder` holds the suite's own code (its checkout, or the installed package's
+    folder): copied for a mutant, the harness that judges it would be imported from the copy."""
+    from elmo_conformance.resources import package_dir
+
+    suite = os.path.realpath(package_dir("conformance"))
+    return _inside(suite, os.path.realpath(folder))
 
 
 def check_root(root: Path, sources: list[Path], out: Path) -> None:
@@ -140,6 +151,11 @@ def check_root(root: Path, sources: list[Path], out: Path) -> None:
         )
     if root.name in ("site-packages", "dist-packages") or (root / "pyvenv.cfg").exists():
         raise UsageError(f"--root {root}: a Python environment, not a project; name the project's folder with --root")
+    if holds_the_suite(root):
+        raise UsageError(
+            f"--root {root}: it holds the suite itself, whose harness would be copied with every mutant; "
+            "name the folder of the implementation with --root"
+        )
     for source in sources:
         if not _inside(os.path.abspath(source), str(root)):
             raise UsageError(f"--source {source}: outside the project root {root}; give --root a folder that holds it")
