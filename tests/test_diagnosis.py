@@ -338,5 +338,5 @@ def test_probe_shortcuts_fail_the_large_learning_rate_and_the_constant_column(tm
         message = outcome(report, "test_probe_softmax_is_shifted_row_by_row", case)["message"]
         assert message.startswith("§7.2 Objective\nfit_linear_probe with lr = 1e4, l2 = 0 on separable data"), message
         message = outcome(report, "test_probe_gives_a_constant_column_no_weight", case)["message"]
-        assert message.startswith("§7.1 Standardization\nW for the columns (1, 2, 3, 2)"), message
-        assert "§7.1 decides by equality, not by comparing with the first row" in message
+        assert message.startswith("§7.1 Standardization\nW for the columns (1, 1, 3, 2)"), message
+        assert "§7.1 decides by the equality of every row" in message
