@@ -61,6 +61,7 @@ def test_the_interval_covers_the_whole_sets_score_95_times_in_100() -> None:
     assert 0.93 <= covered / 2000 <= 0.97, covered / 2000
 
 
+@pytest.mark.integration  # about 15 s: in CI's integration run, out of nox -s tests' fast feedback
 def test_a_sampled_run_says_how_far_its_score_can_be(tmp_path: Path) -> None:
     shutil.copy(EXAMPLE, tmp_path / "outside_mix.py")
     out = tmp_path / "out"

@@ -528,6 +528,7 @@ GEN_C = "int f(int x) {\n    int unused = 3;\n    (void)unused;\n    return x - 
 COMPILE = "cc -O2 -c {name} -o {out}"
 
 
+@pytest.mark.integration  # about 15 s: in CI's integration run, out of nox -s tests' fast feedback
 def test_mutants_whose_compiled_artifact_is_one_already_built_are_set_aside(tmp_path: Path) -> None:
     """docs/mutation.md, "Mutants set aside": with --artifact gen.o, a mutant whose object is the
     clean one's byte for byte is Ignored as equivalent; of mutants with the same object, one runs
@@ -596,6 +597,7 @@ def test_a_mutant_the_check_refuses_is_a_compile_error_without_a_build(tmp_path:
     assert judged[passes]["status"] == "Survived"
 
 
+@pytest.mark.integration  # about 15 s: in CI's integration run, out of nox -s tests' fast feedback
 def test_a_programs_mutants_get_the_same_status_and_killer_warm_as_fresh(tmp_path: Path) -> None:
     """A `cmd:` program with a --build runs warm too (built in the worker's slot, started from
     there): each mutant of a seeded sample, and mutmut's two checks (every mutant off survives, a
