@@ -196,6 +196,9 @@ class Sandbox:
         suite = _suite_paths()
         imports = [p for p in (env or {}).get("PYTHONPATH", "").split(os.pathsep) if p]
         readable = [*_python_paths(), *imports, *suite, *self.readable, *named, cwd]
+        # Never a hidden folder as a whole (nor the root): a word such as `-c` code whose `..`
+        # segments normalize to /tmp would otherwise show every other job's files.
+        readable = [p for p in readable if p not in (*HIDDEN, "/")]
         args = [bwrap() or BWRAP, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         for hidden in HIDDEN:
             if os.path.isdir(hidden) and not os.path.islink(hidden):

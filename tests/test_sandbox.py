@@ -280,3 +280,13 @@ def test_a_scratch_folder_its_command_names_is_writable_and_nothing_else_of_tmp(
     done = subprocess.run(sandbox.Sandbox().command(argv, cwd=ROOT, env=env), env=env, capture_output=True, text=True)
     assert done.stdout == "False\n", done.stdout + done.stderr
     assert (scratch / "out.txt").read_text() == "ok"
+
+
+def test_no_word_of_a_command_shows_a_hidden_folder_whole(tmp_path: Path) -> None:
+    """A word of the command line that normalizes to a path in a hidden folder (`-c` code with
+    `..` segments, as a checkout in /tmp runs its own tests) never binds that folder whole: the
+    other jobs' files in /tmp stay out of sight."""
+    word = "print('x" + "/.." * 40 + "/tmp/y')"
+    command = sandbox.Sandbox().command([sys.executable, "-c", word], cwd=tmp_path)
+    bound = {command[i + 1] for i, arg in enumerate(command[:-1]) if arg in ("--ro-bind", "--bind")}
+    assert "/tmp" not in bound, bound  # (the system itself is bound read-only as "/", always)
