@@ -196,8 +196,8 @@ class Sandbox:
         suite = _suite_paths()
         imports = [p for p in (env or {}).get("PYTHONPATH", "").split(os.pathsep) if p]
         readable = [*_python_paths(), *imports, *suite, *self.readable, *named, cwd]
-        # Never a hidden folder as a whole (nor the root): a word such as `-c` code whose `..`
-        # segments normalize to /tmp would otherwise show every other job's files.
+        # Never a hidden folder as a whole (nor the root), whatever a word names: bound, /tmp would
+        # show every other job's files.
         readable = [p for p in readable if p not in (*HIDDEN, "/")]
         args = [bwrap() or BWRAP, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         for hidden in HIDDEN:
@@ -352,6 +352,23 @@ def _suite_paths() -> tuple[str, ...]:
     return tuple(str(package_dir(top)) for top in ("", *SUBPACKAGES))
 
 
+def _walk(cwd: str, word: str) -> str | None:
+    """`word` joined to `cwd` as the kernel follows it: each `..` steps out of a folder that
+    exists, or the word is not a path (None). abspath's lexical `..` would turn `-c` code such as
+    `print(x + '/../../y')` into a folder it never names."""
+    path = "/" if os.path.isabs(word) else os.path.abspath(cwd)
+    for part in word.split("/"):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            if not os.path.isdir(path):
+                return None
+            path = os.path.dirname(path)
+        else:
+            path = os.path.join(path, part)
+    return path
+
+
 def _path_words(argv: Sequence[str], cwd: str) -> list[str]:
     """The folders of the words of `argv` that name existing files or folders (a program, its
     script, its data) or files to be made in an existing folder (an output): bound into the
@@ -360,7 +377,9 @@ def _path_words(argv: Sequence[str], cwd: str) -> list[str]:
     for word in argv:
         if "/" not in word and not word.startswith("."):
             continue
-        path = os.path.abspath(os.path.join(cwd, word))
+        path = _walk(cwd, word)
+        if path is None:
+            continue  # not a path the kernel would follow (`-c` code whose `..` leaves a non-folder)
         if os.path.isdir(path):
             found.append(path)
         elif os.path.exists(path) or os.path.isdir(os.path.dirname(path)):

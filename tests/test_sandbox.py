@@ -305,3 +305,18 @@ def test_no_word_of_a_command_shows_a_hidden_folder_whole(tmp_path: Path) -> Non
     command = sandbox.Sandbox().command([sys.executable, "-c", word], cwd=tmp_path)
     bound = {command[i + 1] for i, arg in enumerate(command[:-1]) if arg in ("--ro-bind", "--bind")}
     assert "/tmp" not in bound, bound  # (the system itself is bound read-only as "/", always)
+
+
+def test_a_word_whose_dots_leave_a_non_folder_names_no_path(tmp_path: Path) -> None:
+    """`..` is followed as the kernel follows it: out of a folder that exists. `-c` code such as
+    `print('x/../../sibling/f')` names no path, so a sibling job's folder in /tmp is not bound, while
+    a real relative path with `..` (a program in ../build) still is."""
+    (tmp_path / "work").mkdir()
+    (tmp_path / "sibling").mkdir()
+    (tmp_path / "build").mkdir()
+    (tmp_path / "build" / "prog").write_text("", encoding="utf-8")
+    argv = [sys.executable, "-c", "print('x/../../sibling/f')", "../build/prog"]
+    command = sandbox.Sandbox().command(argv, cwd=tmp_path / "work")
+    bound = {command[i + 1] for i, arg in enumerate(command[:-1]) if arg in ("--ro-bind", "--bind")}
+    assert str(tmp_path / "sibling") not in bound, bound
+    assert str(tmp_path / "build") in bound, bound
