@@ -17,9 +17,10 @@ other processes see each other's entries at once.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from pathlib import Path
+
+from elmo_conformance.fixtures.store import sha256_file
 
 CLEAN = "clean"
 # The first bytes of compiled programs: ELF, Mach-O (32/64-bit, both orders, universal), PE, wasm.
@@ -59,18 +60,10 @@ def compiled(path: Path) -> bool:
     return any(head.startswith(magic) for magic in MAGIC)
 
 
-def digest(path: Path) -> str:
-    found = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            found.update(block)
-    return found.hexdigest()
-
-
 def claim(registry: Path, artifact: Path, owner: str) -> None:
     """Record that `owner` built `artifact`'s bytes; raise SameProgram when someone already did."""
     registry.mkdir(parents=True, exist_ok=True)
-    entry = registry / digest(artifact)
+    entry = registry / sha256_file(artifact)
     try:
         handle = os.open(entry, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
@@ -84,4 +77,4 @@ def claim(registry: Path, artifact: Path, owner: str) -> None:
         out.write(owner)
 
 
-__all__ = ["CLEAN", "SameProgram", "claim", "compiled", "digest"]
+__all__ = ["CLEAN", "SameProgram", "claim", "compiled"]

@@ -74,6 +74,25 @@ def new_record(submission: Submission) -> dict[str, Any]:
     return record
 
 
+def outcomes(tests: list[dict[str, Any]]) -> dict[str, Any]:
+    """A record's counts, sections and first failures of `tests` (a report's, or the tests its
+    harness journaled before the run was stopped)."""
+    failing = [t for t in tests if t.get("outcome") in ("failed", "error", "xpassed")]
+    return {
+        "counts": dict(Counter(str(t.get("outcome")) for t in tests)),
+        "sections": _sections({"tests": tests}),
+        "failures": [
+            {
+                "nodeid": t.get("nodeid"),
+                "sections": t.get("sections") or [],
+                "first_lines": first_lines(t.get("message")),
+            }
+            for t in failing[:FAILURES_KEPT]
+        ],
+        "failures_total": len(failing),
+    }
+
+
 def _sections(report: dict[str, Any]) -> dict[str, dict[str, int]]:
     counts: dict[str, Counter[str]] = defaultdict(Counter)
     for test in report.get("tests") or []:
@@ -178,18 +197,7 @@ def judge_suite(record: dict[str, Any], outcome: Any, directory: Path, out: Path
     if isinstance(report, dict):
         from elmo_conformance.conformance.report import document
 
-        record["counts"] = dict(Counter(str(t.get("outcome")) for t in report.get("tests") or []))
-        record["sections"] = _sections(report)
-        failing = [t for t in report.get("tests") or [] if t.get("outcome") in ("failed", "error", "xpassed")]
-        record["failures"] = [
-            {
-                "nodeid": t.get("nodeid"),
-                "sections": t.get("sections") or [],
-                "first_lines": first_lines(t.get("message")),
-            }
-            for t in failing[:FAILURES_KEPT]
-        ]
-        record["failures_total"] = len(failing)
+        record.update(outcomes(report.get("tests") or []))
         document.write(report, directory / "report.json")
         record["reports"]["json"] = (directory / "report.json").relative_to(out).as_posix()
         if report.get("complete") and not report.get("refused"):
@@ -203,18 +211,7 @@ def judge_suite(record: dict[str, Any], outcome: Any, directory: Path, out: Path
     tests, partial = observed_tests(result)
     if partial is not None and partial["finished"]:
         # The run did not finish: what its harness journaled, test by test, still counts.
-        record["counts"] = dict(Counter(str(t.get("outcome")) for t in tests))
-        record["sections"] = _sections({"tests": tests})
-        failing = [t for t in tests if t.get("outcome") in ("failed", "error", "xpassed")]
-        record["failures"] = [
-            {
-                "nodeid": t.get("nodeid"),
-                "sections": t.get("sections") or [],
-                "first_lines": first_lines(t.get("message")),
-            }
-            for t in failing[:FAILURES_KEPT]
-        ]
-        record["failures_total"] = len(failing)
+        record.update(outcomes(tests))
     if partial is not None and partial["collected"] is not None:  # its tests were collected, not all finished
         record["partial"] = partial
     problem = result.get("problem")
