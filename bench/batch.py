@@ -25,8 +25,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 SUBMISSION = """from elmo_conformance.adapters.numpy import NumpyAdapter
 
@@ -53,11 +54,19 @@ def environment() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def dask_cluster(folder: Path, workers: int = 2, env: dict[str, str] | None = None) -> Iterator[Path]:
+def dask_cluster(
+    folder: Path,
+    workers: int = 2,
+    env: dict[str, str] | None = None,
+    scheduler_args: Sequence[str] = (),
+    worker_args: Sequence[str] = (),
+    security: Any = None,
+) -> Iterator[Path]:
     """A scheduler and `workers` one-thread workers, started with `dask scheduler` and `dask worker`
     on 127.0.0.1 (dashboards too), each in a session of its own and ended as a group at the end.
     Yields the scheduler file. The scheduler runs with allowed-failures 0: the batch retries a job
-    whose worker died once itself."""
+    whose worker died once itself. `scheduler_args`, `worker_args`: more of their options (TLS's);
+    `security`: the distributed.Security this process waits for the workers with."""
     scheduler_file = folder / "scheduler.json"
     env = dict(environment() if env is None else env)
     env["DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES"] = "0"
@@ -74,17 +83,23 @@ def dask_cluster(folder: Path, workers: int = 2, env: dict[str, str] | None = No
 
     loopback = ["--host", "127.0.0.1", "--dashboard-address", "127.0.0.1:0"]
     try:
-        start("scheduler", ["scheduler", "--port", "0", "--scheduler-file", str(scheduler_file), *loopback])
+        start(
+            "scheduler",
+            ["scheduler", "--port", "0", "--scheduler-file", str(scheduler_file), *scheduler_args, *loopback],
+        )
         deadline = time.monotonic() + 60
         while not scheduler_file.exists():
             if time.monotonic() > deadline or started[0].poll() is not None:
                 raise RuntimeError("dask scheduler did not start: " + (logs / "scheduler.log").read_text()[-2000:])
             time.sleep(0.2)
         for i in range(workers):
-            start(f"worker{i}", ["worker", "--scheduler-file", str(scheduler_file), "--nthreads", "1", *loopback])
+            worker = ["worker", "--scheduler-file", str(scheduler_file), "--nthreads", "1", *worker_args, *loopback]
+            start(f"worker{i}", worker)
         from distributed import Client
 
-        with Client(scheduler_file=str(scheduler_file), timeout="30s", set_as_default=False) as client:
+        with Client(
+            scheduler_file=str(scheduler_file), timeout="30s", set_as_default=False, security=security
+        ) as client:
             client.wait_for_workers(workers, timeout=90)
         yield scheduler_file
     finally:

@@ -7,20 +7,15 @@ without the certificate is refused by the scheduler."""
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from bench.batch import dask_command
+from bench.batch import dask_cluster
 from elmo_conformance.resources import child_environment
 from tests.test_batch import SELECTION, finish
 
@@ -60,43 +55,22 @@ def tls_environment(found: dict[str, Path]) -> dict[str, str]:
     }
 
 
-@contextlib.contextmanager
-def tls_cluster(folder: Path, found: dict[str, Path], env: dict[str, str]) -> Iterator[Path]:
-    scheduler_file = folder / "scheduler.json"
-    tls = ["--tls-ca-file", str(found["ca"]), "--tls-cert", str(found["cert"]), "--tls-key", str(found["key"])]
-    loopback = ["--host", "127.0.0.1", "--dashboard-address", "127.0.0.1:0"]
-    started: list[subprocess.Popen] = []
-
-    def start(name: str, args: list[str]) -> None:
-        with open(folder / f"{name}.log", "wb") as log:
-            started.append(
-                subprocess.Popen(
-                    [*dask_command(), *args], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-                )
-            )
-
-    try:
-        start("scheduler", ["scheduler", "--protocol", "tls", "--port", "0", "--scheduler-file", str(scheduler_file),
-                            *tls, *loopback])  # fmt: skip
-        deadline = time.monotonic() + 60
-        while not scheduler_file.exists():
-            assert time.monotonic() < deadline and started[0].poll() is None, (folder / "scheduler.log").read_text()
-            time.sleep(0.2)
-        start("worker", ["worker", "--scheduler-file", str(scheduler_file), "--nthreads", "1", *tls, *loopback])
-        yield scheduler_file
-    finally:
-        for process in started:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-        for process in started:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=10)
-
-
 def test_a_batch_runs_on_a_tls_cluster_and_a_client_without_the_certificate_is_refused(tmp_path: Path) -> None:
     found = certificates(tmp_path)
     env = tls_environment(found)
-    with tls_cluster(tmp_path, found, env) as scheduler_file:
+    from distributed import Security
+
+    tls = ["--tls-ca-file", str(found["ca"]), "--tls-cert", str(found["cert"]), "--tls-key", str(found["key"])]
+    client = Security(
+        tls_ca_file=str(found["ca"]),
+        tls_client_cert=str(found["cert"]),
+        tls_client_key=str(found["key"]),
+        require_encryption=True,
+    )
+    cluster = dask_cluster(
+        tmp_path, workers=1, env=env, scheduler_args=["--protocol", "tls", *tls], worker_args=tls, security=client
+    )
+    with cluster as scheduler_file:
         address = json.loads(scheduler_file.read_text(encoding="utf-8"))["address"]
         assert address.startswith("tls://127.0.0.1:"), address
         # A client with no certificate: the scheduler never completes its handshake.
