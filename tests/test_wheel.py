@@ -474,6 +474,22 @@ def _choose(folder: Path, names: tuple[str, ...], wanted: dict[tuple[str, str], 
     return [arg for key in wanted for arg in ("--mutant", found[key])]
 
 
+def _mutate_and_check(
+    with_mutate: WithMutate, folder: Path, args: list[str], select: str, expected: dict[tuple[str, str], str]
+) -> None:
+    """Run the installed `mutate` in `folder` on the mutants of `expected` (`args` name the files),
+    and check what it observed: each status, each kill's test, exit 0, the user's folder unchanged
+    apart from --out, no process of the environment left."""
+    before = _tree(folder, "out")
+    chosen = _choose(folder, tuple(dict.fromkeys(name for name, _ in expected)), expected)
+    done = with_mutate.mutate(*args, "--out", "out", "--no-html", "-k", select, *chosen, cwd=folder)
+    report = json.loads((folder / "out" / "mutation-report.json").read_text(encoding="utf-8"))
+    _check_verdicts(done, report, expected)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert _tree(folder, "out") == before, "a mutant or a build wrote into the user's folder"
+    assert not _mutants_left(with_mutate.python.parent.parent)
+
+
 def test_the_installed_mutate_judges_an_adapter_and_the_module_beside_it(
     with_mutate: WithMutate, tmp_path: Path
 ) -> None:
@@ -484,20 +500,13 @@ def test_the_installed_mutate_judges_an_adapter_and_the_module_beside_it(
 
     (tmp_path / "helper.py").write_text(HELPER.lstrip(), encoding="utf-8")
     (tmp_path / "adapter.py").write_text(ADAPTER.lstrip(), encoding="utf-8")
-    before = _tree(tmp_path, "out")
     expected = {
         ("helper.py", "max -> min"): "Killed",
         ("adapter.py", "+ -> -"): "Killed",
         ("helper.py", "TOUCH -> not (TOUCH)"): "Survived",
     }
-    chosen = _choose(tmp_path, ("helper.py", "adapter.py"), expected)
-    args = ["--impl", "adapter.py", "--source", "adapter.py", "--source", "helper.py", "--out", "out", "--no-html"]
-    done = with_mutate.mutate(*args, "-k", "hand_example or stable_for_large_s", *chosen, cwd=tmp_path)
-    report = json.loads((tmp_path / "out" / "mutation-report.json").read_text(encoding="utf-8"))
-    _check_verdicts(done, report, expected)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert _tree(tmp_path, "out") == before
-    assert not _mutants_left(with_mutate.python.parent.parent)
+    args = ["--impl", "adapter.py", "--source", "adapter.py", "--source", "helper.py"]
+    _mutate_and_check(with_mutate, tmp_path, args, "hand_example or stable_for_large_s", expected)
 
 
 def test_the_installed_mutate_judges_a_package_whose_mutant_writes_to_its_own_file(
@@ -515,20 +524,13 @@ def test_the_installed_mutate_judges_a_package_whose_mutant_writes_to_its_own_fi
     (package / "adapter.py").write_text(
         ADAPTER.lstrip().replace("from helper import softmax", "from mixpkg.weights import softmax"), encoding="utf-8"
     )
-    before = _tree(tmp_path, "out")
     expected = {
         ("mixpkg/weights.py", "TOUCH -> not (TOUCH)"): "Survived",
         ("mixpkg/weights.py", "e / e.sum() -> None"): "Killed",
         ("mixpkg/adapter.py", "+ -> -"): "Killed",
     }
-    chosen = _choose(tmp_path, ("mixpkg/weights.py", "mixpkg/adapter.py"), expected)
-    args = ["--impl", "mixpkg.adapter:adapter", "--source", "mixpkg", "--out", "out", "--no-html"]
-    done = with_mutate.mutate(*args, "-k", "hand_example", *chosen, cwd=tmp_path)
-    report = json.loads((tmp_path / "out" / "mutation-report.json").read_text(encoding="utf-8"))
-    _check_verdicts(done, report, expected)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert _tree(tmp_path, "out") == before, "a mutant wrote into the user's package or folder"
-    assert not _mutants_left(with_mutate.python.parent.parent)
+    args = ["--impl", "mixpkg.adapter:adapter", "--source", "mixpkg"]
+    _mutate_and_check(with_mutate, tmp_path, args, "hand_example", expected)
 
 
 def test_the_installed_mutate_builds_a_program_in_its_copy(with_mutate: WithMutate, tmp_path: Path) -> None:
@@ -538,14 +540,7 @@ def test_the_installed_mutate_builds_a_program_in_its_copy(with_mutate: WithMuta
 
     shutil.copy(ROOT / "tests" / "examples" / "outside_mix.py", tmp_path / "mix.py")
     (tmp_path / "Makefile").write_text("# built by the --build command\n", encoding="utf-8")
-    before = _tree(tmp_path, "out")
     expected = {("mix.py", "e / total -> None"): "Killed", ("mix.py", "max -> min"): "CompileError"}
-    chosen = _choose(tmp_path, ("mix.py",), expected)
     build = "grep -q 's.max()' mix.py && " + PROGRAM_BUILD.format(python=with_mutate.python)
-    args = ["--impl", "cmd:./prog", "--source", "mix.py", "--build", build, "--out", "out", "--no-html"]
-    done = with_mutate.mutate(*args, "-k", "hand_example or stable_for_large_s", *chosen, cwd=tmp_path)
-    report = json.loads((tmp_path / "out" / "mutation-report.json").read_text(encoding="utf-8"))
-    _check_verdicts(done, report, expected)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert _tree(tmp_path, "out") == before
-    assert not _mutants_left(with_mutate.python.parent.parent)
+    args = ["--impl", "cmd:./prog", "--source", "mix.py", "--build", build]
+    _mutate_and_check(with_mutate, tmp_path, args, "hand_example or stable_for_large_s", expected)
