@@ -56,7 +56,6 @@ from .scratch import (
     Copied,
     Target,
     UsageError,
-    _inside,
     baseline_copy,
     build,
     check_root,
@@ -313,7 +312,7 @@ def artifact_option(artifact: str | None, root: Path, build: str | None) -> str 
     if not build:
         raise UsageError(f"--artifact {artifact}: only a --build makes an artifact; give --build too")
     path = os.path.abspath(artifact)
-    if not _inside(path, str(root)) or path == str(root):
+    if path == str(root) or not Path(path).is_relative_to(root):
         raise UsageError(
             f"--artifact {artifact}: expected a file inside the project root {root}, as the build makes it"
         )
