@@ -124,7 +124,7 @@ def parity(session: nox.Session) -> None:
 def sanitize(session: nox.Session) -> None:
     """The C implementation under AddressSanitizer and UBSan, one full conformance run (both dtypes)."""
     session.install(*REQUIREMENTS)
-    session.run("python", "-m", "elmo_conformance.adapters.c.sanitize", "-q", *session.posargs)
+    session.run("python", "-m", "elmo_conformance.maintain.sanitize", "-q", *session.posargs)
 
 
 @nox.session
@@ -173,3 +173,5 @@ def lint(session: nox.Session) -> None:
     # [tool.mypy] treats them as untyped): CI then installs neither twice.
     session.install(NO_COMPILE, "-c", "constraints.txt", *requirements(without=("torch",)))
     session.run("python", "scripts/typecheck.py")
+    # The layer order (pyproject.toml's [tool.importlinter], docs/development.md): imports run downward.
+    session.run("python", "scripts/layers.py")

@@ -29,8 +29,8 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from elmo_conformance.conformance.protocol import protocol
 from elmo_conformance.reference import validate
+from elmo_conformance.spec.protocol import protocol
 
 T = TypeVar("T", bound=type)
 

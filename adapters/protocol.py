@@ -1,6 +1,6 @@
 """The adapter protocol of spec/elmo.md §11, as a typing.Protocol for type checkers and docs.
 
-The protocol's one source is spec/protocol.json (read by elmo_conformance.conformance.protocol):
+The protocol's one source is spec/protocol.json (read by elmo_conformance.spec.protocol):
 the constants below come from it, and tests/test_protocol.py fails when this class's methods,
 their arguments or their defaults drift from it.
 
@@ -16,7 +16,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from elmo_conformance.conformance.protocol import protocol
+from elmo_conformance.spec.protocol import protocol
 
 Params = Mapping[str, np.ndarray]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from elmo_conformance.conformance.loading import AdapterLoadError, available_builtins, load_adapter
+from elmo_conformance.adapters.loading import AdapterLoadError, available_builtins, load_adapter
 
 from . import batch, bilm, mutants, probe, scaling, suite, warm, wire
 from . import mutate as generated

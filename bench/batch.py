@@ -48,7 +48,7 @@ def dask_command() -> list[str]:
 
 
 def environment() -> dict[str, str]:
-    from elmo_conformance.resources import child_environment
+    from elmo_conformance.ground.resources import child_environment
 
     return child_environment()
 

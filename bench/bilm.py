@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from elmo_conformance.conformance.loading import LoadedAdapter
+from elmo_conformance.adapters.loading import LoadedAdapter
 from elmo_conformance.reference.params import init_params
 
 from . import baseline

@@ -1,4 +1,4 @@
-"""The mutation matrix (spec §13): `python -m conformance.mutants --impl X` timed per adapter.
+"""The mutation matrix (spec §13): `elmo-conformance mutants --impl X` timed per adapter.
 
 The runner writes a Stryker-format report whose `performance` block splits the time into the clean
 baseline run and the mutant runs, and which gives each mutant run's duration. A mutant run is the
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from .suite import ROOT
 
-RUNNER = "conformance.mutants"
+RUNNER = "elmo_conformance.mutation"
 
 
 def available() -> bool:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from elmo_conformance.conformance.loading import LoadedAdapter
+from elmo_conformance.adapters.loading import LoadedAdapter
 from elmo_conformance.reference.probe import standardize
 
 from .flops import probe_flops

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from elmo_conformance.conformance.loading import LoadedAdapter
+from elmo_conformance.adapters.loading import LoadedAdapter
 
 from .bilm import BiLMSize, compare
 

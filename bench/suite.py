@@ -118,13 +118,13 @@ def isolation(
 
 
 def sandbox(impl: str, rounds: int, extra: list[str], timeout: float) -> dict:
-    """The sandbox's cost (elmo_conformance/sandbox.py, issue 29's target: at most 5 %): `impl`'s
+    """The sandbox's cost (elmo_conformance/processes/sandbox.py, issue 29's target: at most 5 %): `impl`'s
     suite with its adapter process in the sandbox (the default) and with --no-sandbox, `rounds`
     runs of each, alternating (the order flips every round); the medians of the pytest time, the
     wall time and the CPU time, and their ratios. The CPU time of a sandboxed adapter process is
     counted only partly (ended with its PID namespace, it is not reaped by a parent that adds its
     time): compare pytest and wall time."""
-    from elmo_conformance import sandbox as box
+    from elmo_conformance.processes import sandbox as box
 
     if box.unavailable():
         return {"error": f"no sandbox here: {box.unavailable()}"}

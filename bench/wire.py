@@ -5,7 +5,7 @@ The messages are those of one `bilm_loss_grad` call at the benchmark size (§15.
 to bytes and decodes them back to NumPy arrays:
 
 - the protocol's frames: tagged binary values, arrays as their raw little-endian bytes
-  (conformance/wire.py);
+  (adapters/wire/codec.py);
 - JSON with each array's bytes in base64 ({"dtype", "shape", "base64"});
 - JSON with each array as a list of numbers ({"dtype", "shape", "data"}), the plainest for a
   language with a JSON library and no base64.
@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from elmo_conformance.conformance import wire
+from elmo_conformance.adapters.wire import codec
 
 from .bilm import BiLMSize, make_inputs
 from .timing import interleaved
@@ -73,7 +73,7 @@ def _numbers(array: np.ndarray) -> dict:
 
 
 ENCODINGS: dict[str, tuple[Callable[[dict], bytes], Callable[[bytes], Any]]] = {
-    "frames (§15.3)": (wire.frame, lambda data: wire.decode(memoryview(data)[wire.HEADER.size :])),
+    "frames (§15.3)": (codec.frame, lambda data: codec.decode(memoryview(data)[codec.HEADER.size :])),
     "JSON + base64": (lambda m: json.dumps(_to_json(m, _base64)).encode(), lambda d: _from_json(json.loads(d))),
     "JSON numbers": (lambda m: json.dumps(_to_json(m, _numbers)).encode(), lambda d: _from_json(json.loads(d))),
 }
@@ -125,7 +125,7 @@ def per_call(impl: str, calls: int = 200, repeats: int = 7) -> dict:
     a tiny `scalar_mix` call, and one answered with an error (a bad `s`, the ValueError of §8),
     each the median over `repeats` interleaved blocks of `calls` calls, in microseconds a call.
     The difference is what the wire, the pipes and the server's purity check cost each call."""
-    from elmo_conformance.conformance.loading import load_adapter
+    from elmo_conformance.adapters.loading import load_adapter
 
     served = load_adapter(impl, isolate=True).adapter
     local = load_adapter(impl).adapter

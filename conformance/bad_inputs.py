@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from .clauses import SINGULAR, WHERE, Clause, clauses, entry_shape
-from .data import probe_separable, random_bilm
-from .protocol import protocol
+from elmo_conformance.conformance.data import probe_separable, random_bilm
+from elmo_conformance.spec.clauses import SINGULAR, WHERE, Clause, clauses, entry_shape
+from elmo_conformance.spec.protocol import protocol
 
 N_LAYERS = 3  # L of the valid biLM below
 

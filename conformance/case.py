@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .checks import fail
-from .loading import LoadedAdapter
-from .process import InputModified, ProcessFailure, ProcessTimeout, RemoteError
-from .protocol import Function, ResultChecker, bind_symbols, protocol
-from .purity import first_change, snapshot
-from .report.margins import Tolerance
-from .spec import describe
-from .tolerances import tolerance
+from elmo_conformance.adapters.loading import LoadedAdapter
+from elmo_conformance.adapters.purity import first_change, snapshot
+from elmo_conformance.adapters.wire.client import InputModified, ProcessFailure, ProcessTimeout, RemoteError
+from elmo_conformance.conformance.checks import fail
+from elmo_conformance.conformance.margins import Tolerance
+from elmo_conformance.spec.catalog import describe
+from elmo_conformance.spec.protocol import Function, ResultChecker, bind_symbols, protocol
+from elmo_conformance.spec.tolerances import tolerance
 
 
 class CallTimeout(BaseException):

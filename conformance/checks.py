@@ -7,8 +7,8 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from .report import margins
-from .spec import describe
+from elmo_conformance.conformance import margins
+from elmo_conformance.spec.catalog import describe
 
 
 def fail(sections: Sequence[str], message: str) -> None:

@@ -18,10 +18,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from elmo_conformance import reference
-
-from .case import Case
-from .checks import assert_close
-from .data import real_mask, widen
+from elmo_conformance.conformance.case import Case
+from elmo_conformance.conformance.checks import assert_close
+from elmo_conformance.conformance.data import real_mask, widen
 
 
 def close(actual: object, expected: object, tol: dict[str, float]) -> bool:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .case import CallAbandoned
+from elmo_conformance.conformance.case import CallAbandoned
 
 
 class Guard:
@@ -43,8 +43,8 @@ class Guard:
 
     @pytest.hookimpl(trylast=True)
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        from .loading import stop_processes
-        from .process import stop_all
+        from elmo_conformance.adapters.loading import stop_processes
+        from elmo_conformance.adapters.wire.client import stop_all
 
         stop_processes()
         stop_all()

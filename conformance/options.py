@@ -6,7 +6,7 @@ import importlib.util
 
 import pytest
 
-from .keys import DTYPES
+from elmo_conformance.conformance.keys import DTYPES
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -55,7 +55,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
         metavar="NAME=VALUE",
         help="a limit of the sandbox: memory=2G (private memory), processes=1024, file-size=1G, cpu=3600 (seconds), "
-        "or NAME=none; repeatable (defaults: PrairieLearn's, elmo_conformance/sandbox.py)",
+        "or NAME=none; repeatable (defaults: PrairieLearn's, elmo_conformance/processes/sandbox.py)",
     )
     html_help = "write the run's self-contained HTML page to PATH (--report PATH.json also writes PATH.html)"
     try:

@@ -18,10 +18,9 @@ from typing import Any
 
 import pytest
 
-from elmo_conformance import __version__
-from elmo_conformance.resources import spec_version
-
-from .loading import LoadedAdapter
+from elmo_conformance.adapters.loading import LoadedAdapter
+from elmo_conformance.ground.resources import spec_version
+from elmo_conformance.ground.version import __version__
 
 KINDS = ("FAIL", "XPASS", "xfail", "skip", "n/i", "pass")  # the order within a cell: worst first
 NOT_IMPLEMENTED = "n/i"

@@ -19,23 +19,28 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 
-from elmo_conformance import sandbox
+from elmo_conformance.adapters.loading import (
+    AdapterLoadError,
+    LoadedAdapter,
+    available_builtins,
+    load_adapter,
+    load_mutant,
+)
+from elmo_conformance.adapters.wire.client import set_deadlines
+from elmo_conformance.conformance.case import Case
+from elmo_conformance.conformance.falsifying import failing_example
+from elmo_conformance.conformance.isolation import Guard
+from elmo_conformance.conformance.keys import ACTIVE, CASES, DTYPES, FINISHED, RUN_ID, RUN_REPORT
+from elmo_conformance.conformance.options import pytest_addoption  # noqa: F401  (the plugin's hook, defined beside the options)
+from elmo_conformance.conformance.passtable import PassTable
+from elmo_conformance.conformance.reporting import Recorder, is_final, refuse, start_reports  # noqa: F401  (is_final: for the mutation collector)
+from elmo_conformance.conformance.reproduce import reproduce_commands
+from elmo_conformance.conformance.xfails import Xfails
 from elmo_conformance.fixtures.manifest import verify_manifest
-from elmo_conformance.resources import FINISHED_ENV, RUN_ID_ENV, RUN_REPORT_ENV, suite_dir
-
-from . import components
-from .case import Case
-from .falsifying import failing_example
-from .isolation import Guard
-from .keys import ACTIVE, CASES, DTYPES, FINISHED, RUN_ID, RUN_REPORT
-from .loading import AdapterLoadError, LoadedAdapter, available_builtins, load_adapter, load_mutant
-from .options import pytest_addoption  # noqa: F401  (the plugin's hook, defined beside the options)
-from .passtable import PassTable
-from .process import set_deadlines
-from .reporting import Recorder, is_final, refuse, start_reports  # noqa: F401  (is_final: for the mutation collector)
-from .reproduce import reproduce_commands
-from .spec import describe, sections
-from .xfails import Xfails
+from elmo_conformance.ground.resources import FINISHED_ENV, RUN_ID_ENV, RUN_REPORT_ENV, suite_dir
+from elmo_conformance.processes import sandbox
+from elmo_conformance.spec import components
+from elmo_conformance.spec.catalog import describe, sections
 
 # The default profile: derandomized (a run is reproducible), and no shrinking: a failing example is
 # reported as found, with its labelled draws (strategies.py), so a failing run costs about what a
@@ -82,12 +87,18 @@ def _in_suite(path: Path) -> bool:
     return suite_dir() in Path(path).resolve().parents
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from elmo_conformance.conformance import hooks
+
+    pluginmanager.add_hookspecs(hooks)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if not targets_suite(config):
         return
     config.stash[ACTIVE] = True
     config.stash[FINISHED] = os.environ.pop(FINISHED_ENV, "")  # not inherited by adapter processes
-    # The entry point's run id and its private copy of the report (elmo_conformance.running).
+    # The entry point's run id and its private copy of the report (elmo_conformance.runner.running).
     config.stash[RUN_ID] = os.environ.pop(RUN_ID_ENV, "")
     config.stash[RUN_REPORT] = os.environ.pop(RUN_REPORT_ENV, "")
     config.addinivalue_line("markers", "spec(*sections): the spec sections a conformance test checks")
@@ -132,7 +143,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def configure_sandbox(config: pytest.Config) -> None:
-    """The sandbox of the adapter processes this run starts (elmo_conformance/sandbox.py), from
+    """The sandbox of the adapter processes this run starts (elmo_conformance/processes/sandbox.py), from
     --no-sandbox and --sandbox-limit (the first process started says once when it is off).
     --in-process runs Python adapters in this process, outside any sandbox: for trusted code only."""
     limits = sandbox.Limits()

@@ -12,8 +12,9 @@ from typing import NoReturn
 
 import pytest
 
-from .keys import CASES, RUN_ID, RUN_REPORT
-from .report import document, margins
+from elmo_conformance.conformance import margins, record
+from elmo_conformance.conformance.keys import CASES, RUN_ID, RUN_REPORT
+from elmo_conformance.ground.resources import PAGES_PLUGIN
 
 
 def report_paths(config: pytest.Config) -> list[tuple[str, Path]]:
@@ -70,7 +71,7 @@ def is_final(report: pytest.TestReport) -> bool:
 class Recorder:
     """Collects every test's outcome and its comparisons' tolerance margins (§10), and at the end
     of the session writes the --report JSON (spec/schemas/report.schema.json, version 2) with the
-    run's HTML page beside it, and the --html page (conformance/report)."""
+    run's HTML page beside it, and the --html page (elmo_conformance/pages)."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -123,7 +124,7 @@ class Recorder:
             {"impl": a.arg, "name": a.name, "capabilities": sorted(a.capabilities), "device": a.device}
             for a in self.config.stash[CASES]
         ]
-        report = document.build(
+        report = record.build(
             adapters,
             self.results,
             exitstatus,
@@ -133,7 +134,7 @@ class Recorder:
         )
         report["collected"] = self.collected
         report = stamp(self.config, report)
-        pages = [document.html_beside(path)] if path else []
+        pages = [record.html_beside(path)] if path else []
         pages += [Path(html)] if html else []
         if pages:  # the page is part of the report: written first, so that a failure shows in the JSON too
             self.page_error = self._write_pages(report, pages)
@@ -143,25 +144,28 @@ class Recorder:
                 session.exitstatus = report["exit_status"]
         if path:
             try:
-                self.written.insert(0, str(document.write(report, path)))  # the JSON first, then its pages
+                self.written.insert(0, str(record.write(report, path)))  # the JSON first, then its pages
             except OSError as exc:
                 self.page_error = f"--report {path}: cannot be written: {exc.strerror or exc}"
                 session.exitstatus = max(int(exitstatus), int(pytest.ExitCode.INTERNAL_ERROR))
                 report["exit_status"] = int(session.exitstatus)
         if private:
-            document.write(report, private)
+            record.write(report, private)
 
     def _write_pages(self, report: dict, pages: list[Path]) -> str | None:
-        """Write the run's HTML page at each of `pages`; why not, or None."""
+        """Write the run's HTML page (conformance/hooks.py) at each of `pages`; why not, or None."""
         try:
-            from .report import render
-
-            page = render.run_page(report)
+            page = self.config.hook.pytest_conformance_run_page(report=report)
         except ImportError as exc:  # the page needs jinja2 and matplotlib (requirements.txt)
             return f"the HTML page was not written: {exc} (pip install -r requirements.txt)"
+        if page is None:
+            return (
+                f"the HTML page was not written: no plugin writes it (pytest did not load {PAGES_PLUGIN}; "
+                f"add -p {PAGES_PLUGIN})"
+            )
         for target in dict.fromkeys(pages):
             try:
-                self.written.append(str(render.write(page, target)))
+                self.written.append(str(record.write_text(target, page)))
             except OSError as exc:
                 return f"the HTML page {target} cannot be written: {exc.strerror or exc}"
         return None

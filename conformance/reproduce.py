@@ -6,9 +6,8 @@ import shlex
 
 import pytest
 
-from elmo_conformance.resources import PLUGIN, project_relative
-
-from .case import Case
+from elmo_conformance.conformance.case import Case
+from elmo_conformance.ground.resources import PLUGIN, project_relative
 
 
 def reproduce_commands(item: pytest.Item) -> str:

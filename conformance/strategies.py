@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from hypothesis import strategies as st
 
-from .data import random_bilm
+from elmo_conformance.conformance.data import random_bilm
 
 
 @dataclass(frozen=True)

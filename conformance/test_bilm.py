@@ -14,8 +14,8 @@ from elmo_conformance.conformance.case import Case
 from elmo_conformance.conformance.checks import assert_bitwise, assert_close, fail
 from elmo_conformance.conformance.data import random_bilm, real_mask, widen
 from elmo_conformance.conformance.diagnose import check_bilm_layers
-from elmo_conformance.conformance.protocol import ResultChecker, bind_symbols, protocol
 from elmo_conformance.conformance.strategies import bilm_config
+from elmo_conformance.spec.protocol import ResultChecker, bind_symbols, protocol
 
 pytestmark = pytest.mark.components("bilm")
 

@@ -13,10 +13,10 @@ import subprocess
 import numpy as np
 import pytest
 
+from elmo_conformance.adapters.wire.client import ProcessAdapter
 from elmo_conformance.conformance.case import Case
 from elmo_conformance.conformance.checks import assert_bitwise, fail
 from elmo_conformance.conformance.data import random_bilm
-from elmo_conformance.conformance.process import ProcessAdapter
 
 END_OF_INPUT_WAIT = 10.0  # seconds a process gets to exit once its standard input is closed
 

@@ -1,4 +1,4 @@
-"""§8 Input validation, clause by clause (spec/validation.json, conformance/clauses.py): each bad
+"""§8 Input validation, clause by clause (spec/validation.json, spec/clauses.py): each bad
 input is refused with a ValueError naming the argument, and its nearest valid neighbour is
 accepted, for every function the row names (conformance/bad_inputs.py generates both)."""
 
@@ -19,9 +19,9 @@ from elmo_conformance.conformance.bad_inputs import (
     valid_inputs,
 )
 from elmo_conformance.conformance.case import Case
-from elmo_conformance.conformance.clauses import clauses
-from elmo_conformance.conformance.protocol import protocol
-from elmo_conformance.conformance.spec import validation_rows
+from elmo_conformance.spec.catalog import validation_rows
+from elmo_conformance.spec.clauses import clauses
+from elmo_conformance.spec.protocol import protocol
 
 
 def _case_id(row: str, function: str, why: str) -> str:

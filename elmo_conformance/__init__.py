@@ -12,8 +12,9 @@ the repository root to the package's search path, so that the same import names 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-__version__ = "1.1.0"
+from elmo_conformance.ground.version import __version__  # noqa: E402
 
 _HERE = Path(__file__).resolve().parent
 _CHECKOUT = _HERE.parent
@@ -21,7 +22,20 @@ if not (_HERE / "conformance").is_dir() and (_CHECKOUT / "conformance" / "plugin
     __path__.append(str(_CHECKOUT))  # noqa: F821  (a package's __path__ is defined by the import system)
 
 
-# The one way to run the suite (elmo_conformance/running.py), imported after the search path is set.
-from elmo_conformance.running import RunResult, TestOutcome, run  # noqa: E402
+# The one way to run the suite (elmo_conformance/runner/running.py), imported when first asked for
+# (PEP 562): importing a subpackage (the reference, the harness) does not import the runner.
+if TYPE_CHECKING:
+    from elmo_conformance.runner.running import RunResult, TestOutcome, run
+
+_RUNNER = ("RunResult", "TestOutcome", "run")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _RUNNER:
+        from elmo_conformance.runner import running
+
+        return getattr(running, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["RunResult", "TestOutcome", "__version__", "run"]

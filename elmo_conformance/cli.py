@@ -9,11 +9,11 @@ directory, with the exit codes of the nox sessions, which are thin wrappers arou
     elmo-conformance serve ARG                           an adapter behind the wire protocol (§15)
     elmo-conformance dashboard REPORT.json ...           one page of many runs' reports
 
-The suite runs through the one entry point, `elmo_conformance.run` (elmo_conformance/running.py): a
+The suite runs through the one entry point, `elmo_conformance.run` (elmo_conformance/runner/running.py): a
 supervised pytest child process with the suite's own pytest configuration (`-c` the suite's
 suite.ini, `--rootdir` its folder), so that neither the working directory's pytest configuration
 nor its conftest.py reaches it. Its exit status is pytest's, except that a run never exits 0 unless
-every collected test ran and this run's own report says so (elmo_conformance/supervisor.py).
+every collected test ran and this run's own report says so (elmo_conformance/runner/supervisor.py).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 
-from elmo_conformance import __version__
-from elmo_conformance.resources import protocol_version, spec_version
-from elmo_conformance.running import run_args
-from elmo_conformance.supervisor import NOT_FINISHED
+from elmo_conformance.ground.resources import protocol_version, spec_version
+from elmo_conformance.ground.version import __version__
+from elmo_conformance.runner.running import run
+from elmo_conformance.runner.supervisor import NOT_FINISHED
 
 __all__ = ["NOT_FINISHED", "main", "run_suite"]
 
@@ -75,31 +75,31 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _mutants(args: list[str]) -> int:
-    from elmo_conformance.conformance.mutants.__main__ import main as mutants
+    from elmo_conformance.mutation.__main__ import main as mutants
 
     return mutants(args)
 
 
 def _mutate(args: list[str]) -> int:
-    from elmo_conformance.conformance.mutants.mutate import main as mutate
+    from elmo_conformance.mutation.mutate import main as mutate
 
     return mutate(args)
 
 
 def _fixtures(args: list[str]) -> int:
-    from elmo_conformance.fixtures.__main__ import main as fixtures
+    from elmo_conformance.maintain.fixtures import main as fixtures
 
     return fixtures(args)
 
 
 def _serve(args: list[str]) -> int:
-    from elmo_conformance.conformance.serve import main as serve
+    from elmo_conformance.adapters.wire.server import main as serve
 
     return serve(args)
 
 
 def _dashboard(args: list[str]) -> int:
-    from elmo_conformance.conformance.report.__main__ import main as report
+    from elmo_conformance.pages.__main__ import main as report
 
     return report(["dashboard", *args])
 
@@ -124,9 +124,9 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
 
 
 def run_suite(args: list[str]) -> int:
-    """The conformance suite through the one entry point (elmo_conformance.running): its exit
+    """The conformance suite through the one entry point (elmo_conformance.runner.running): its exit
     status, which is 0 only when this run's own report shows every collected test run and passed."""
-    result = run_args(args)
+    result = run(pytest_args=args)
     for note in result.notes:
         _say(note)
     return result.exit_status

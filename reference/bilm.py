@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import validate
-from .lstm import LSTMCache, lstm_backward, lstm_forward
+from elmo_conformance.reference import validate
+from elmo_conformance.reference.lstm import LSTMCache, lstm_backward, lstm_forward
 
 
 def real_mask(lengths: np.ndarray, steps: int) -> np.ndarray:

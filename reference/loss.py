@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import validate
-from .bilm import BiLMPass, backprop_layers, logits_from, run_bilm, top_states
+from elmo_conformance.reference import validate
+from elmo_conformance.reference.bilm import BiLMPass, backprop_layers, logits_from, run_bilm, top_states
 
 NO_TARGET = -1
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import validate
+from elmo_conformance.reference import validate
 
 
 def standardize(X: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import validate
+from elmo_conformance.reference import validate
 
 
 def mix_weights(s: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ from typing import TypeGuard
 
 import numpy as np
 
-from .params import param_names, param_shapes
+from elmo_conformance.reference.params import param_names, param_shapes
 
 FLOAT_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _LAYER_KEY = re.compile(r"fwd\.\d+\.weight_ih")

@@ -114,7 +114,7 @@ class Recorder:
 def worker(impl: str, examples: int, out: Path) -> int:
     from hypothesis import HealthCheck, settings
 
-    from elmo_conformance.running import run_here
+    from elmo_conformance.runner.running import run
 
     settings.register_profile(
         "measure-tolerances",
@@ -126,7 +126,9 @@ def worker(impl: str, examples: int, out: Path) -> int:
     )
     recorder = Recorder()
     args = ["-q", "-p", "no:cacheprovider", "-k", NOT_MEASURED, "--hypothesis-profile", "measure-tolerances"]
-    status = run_here(impl, args, plugins=[recorder])  # the entry point's command line, in this worker
+    status = run(
+        impl, args, where="here", plugins=[recorder]
+    ).exit_status  # the entry point's command line, in this worker
     out.write_text(json.dumps({"exit_status": int(status), "stats": recorder.stats}), encoding="utf-8")
     return int(status)
 
@@ -239,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         return worker(args.worker, args.examples, args.out)
 
     sys.path.insert(0, str(ROOT))
-    from elmo_conformance.conformance.loading import available_builtins
+    from elmo_conformance.adapters.loading import available_builtins
 
     earlier = [json.loads(path.read_text(encoding="utf-8")) for path in args.merge]
     impls = args.impl or ([] if earlier else [name for name in BUILTINS if name in available_builtins()])

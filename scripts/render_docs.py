@@ -7,13 +7,13 @@ Each fact has one source; what restates it is produced from it here:
 
 - spec/elmo.md §8, the validation table and the clauses of each row: from spec/validation.json
   (groups of functions named as spec/protocol.json names them, clauses in the words of
-  conformance/clauses.py), between the markers `<!-- begin validation-table -->` and
+  spec/clauses.py), between the markers `<!-- begin validation-table -->` and
   `<!-- end validation-table -->`;
 - spec/elmo.md §13, the mutant catalog: from spec/mutants.json, between `mutant-table` markers;
 - spec/schemas/tolerances.schema.json, the `enum` of quantity names: from the quantities
-  spec/tolerances.json gives CPU values for (conformance/tolerances.py QUANTITIES);
+  spec/tolerances.json gives CPU values for (spec/tolerances.py QUANTITIES);
 - docs/adapters.md, the hello frame of the wire protocol example (the line `harness: ELMO ...` and the
-  bytes under it): from the very bytes the harness sends (conformance/process.py), captured from
+  bytes under it): from the very bytes the harness sends (adapters/wire/client.py), captured from
   a process started the way `--impl 'cmd:...'` starts one.
 
 tests/test_rendered_docs.py runs the check, so CI fails on a stale part with this command in the
@@ -68,8 +68,8 @@ def validation_table(validation: Mapping, protocol: Mapping) -> str:
 
 
 def clause_list(validation: Mapping) -> str:
-    """The clauses of each row, in the words of conformance/clauses.py: one line per row."""
-    from elmo_conformance.conformance.clauses import clauses
+    """The clauses of each row, in the words of spec/clauses.py: one line per row."""
+    from elmo_conformance.spec.clauses import clauses
 
     by_row: dict[str, list[str]] = {}
     for clause in clauses(dict(validation)):
@@ -121,7 +121,7 @@ open(sys.argv[1], "wb").write(head + body)
 def hello_frame() -> bytes:
     """The first frame the harness sends a process (§15.4), as it sends it: captured from a process
     that records it and exits (the harness then reports a failed handshake, which is expected)."""
-    from elmo_conformance.conformance.process import ProcessAdapter, ProcessStartError
+    from elmo_conformance.adapters.wire.client import ProcessAdapter, ProcessStartError
 
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder) / "hello.bin"
@@ -146,9 +146,9 @@ SHOWN_BYTES = 31
 
 def hello_lines(frame: bytes) -> str:
     """`harness: ELMO <u32 length, as sent> m{...}` and the frame's first bytes under it."""
-    from elmo_conformance.conformance import wire
+    from elmo_conformance.adapters.wire import codec
 
-    message = wire.decode(frame[wire.HEADER.size :])
+    message = codec.decode(frame[codec.HEADER.size :])
     shown = " ".join(f"{byte:02x}" for byte in frame[:SHOWN_BYTES])
     return f"harness: ELMO {frame[4:8].hex()} {_show(message)}\n         {shown} ..."
 
@@ -163,7 +163,7 @@ def page_with_hello(page_text: str, frame: bytes) -> str:
 
 def render(texts: Mapping[str, str], frame: bytes) -> dict[str, str]:
     """Every target's text rendered from the sources in `texts` (path relative to the root -> text)."""
-    from elmo_conformance.conformance.tolerances import quantities
+    from elmo_conformance.spec.tolerances import quantities
 
     validation, mutants, protocol, tolerances = (json.loads(texts[path]) for path in SOURCES)
     spec = between_markers(texts[SPEC], "validation-table", validation_table(validation, protocol), SPEC)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from elmo_conformance.fixtures.store import FIXTURES_DIR
-from elmo_conformance.fixtures.suite import ReferenceRun, run_reference
+from elmo_conformance.maintain.fixture_suite import ReferenceRun, run_reference
 
 
 @pytest.fixture(scope="session")

@@ -25,11 +25,11 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from elmo_conformance.conformance.mutants import mutate
-from elmo_conformance.conformance.mutants.generate import Generated
-from elmo_conformance.conformance.mutants.model import MutantRun
-from elmo_conformance.conformance.mutants.pool import run_jobs
-from elmo_conformance.conformance.mutants.worker import GeneratedJob
+from elmo_conformance.mutation import mutate
+from elmo_conformance.mutation.generate import Generated
+from elmo_conformance.mutation.model import MutantRun
+from elmo_conformance.mutation.pool import run_jobs
+from elmo_conformance.mutation.worker import GeneratedJob
 
 
 class Jobs:

@@ -1,8 +1,8 @@
 """The project's own tests run the conformance suite through the one entry point,
-``elmo_conformance.run`` (elmo_conformance/running.py), like every other caller.
+``elmo_conformance.run`` (elmo_conformance/runner/running.py), like every other caller.
 
 ``run_suite`` is the shape most tests want: (exit status, the JSON report or None, the output).
-``run_suite_here`` is the same run in this process (``elmo_conformance.running.run_here``, as the
+``run_suite_here`` is the same run in this process (``elmo_conformance.run`` with ``where="here"``, as the
 mutation workers run the suite): for tests of what the suite says about an implementation, where
 the supervision of a pytest process is not what is tested; it saves the start-up of a pytest
 process (about 1.2 CPU-seconds) per run. Both take the suite's own configuration
@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 import elmo_conformance
-from elmo_conformance.running import RunResult, run_here
+from elmo_conformance.runner import running
 
 ROOT = Path(__file__).resolve().parent.parent
 BROKEN = ROOT / "tests" / "broken"
@@ -63,7 +63,7 @@ def run(
     env: Mapping[str, str] | None = None,
     cwd: Path | None = ROOT,
     report_name: str = "report.json",
-) -> RunResult:
+) -> running.RunResult:
     """The suite through the entry point, writing --report `tmp_path/report_name` as a user would;
     ``RunResult.report`` is this run's report (the same record)."""
     report = tmp_path / report_name
@@ -89,7 +89,7 @@ def run_args_here(
     *args: str, impls: str | Sequence[str] = (), report: Path | None = None, deadline_s: float = HUNG_S
 ) -> tuple[int, str]:
     """The suite in this process with the suite's or pytest's `args` (``--impl numpy -k ...`` as the
-    console command takes them, or `impls` and `report` as ``run_here`` does); (exit status, its
+    console command takes them, or `impls` and `report` as ``run`` takes them); (exit status, its
     terminal output and error output together). A run that has not ended after `deadline_s`
     seconds (the harness hung) ends this process (``end_hung_process``), so that pytest-xdist
     reports the test's worker as crashed rather than the test run never ending."""
@@ -100,7 +100,7 @@ def run_args_here(
     watchdog.start()
     try:
         with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
-            code = run_here(impls, args, report=report)
+            code = running.run(impls, args, where="here", report=report).exit_status
     finally:
         watchdog.cancel()
         os.close(stderr)

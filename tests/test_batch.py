@@ -26,7 +26,7 @@ import pytest
 from bench.batch import dask_cluster
 from elmo_conformance.batch import jobs, records, submissions
 from elmo_conformance.batch.__main__ import parse
-from elmo_conformance.resources import child_environment
+from elmo_conformance.ground.resources import child_environment
 
 pytest.importorskip("distributed")
 
@@ -375,7 +375,7 @@ def test_generated_mutants_need_the_mutate_extra_before_any_job(tmp_path, monkey
     """--mutants generated on this machine's workers needs the `mutate` extra: without it the batch
     stops before any job, naming the missing package (rather than a failed mutation per job)."""
     from elmo_conformance.batch.__main__ import main
-    from elmo_conformance.conformance.mutants import generate
+    from elmo_conformance.mutation import generate
 
     monkeypatch.setattr(generate, "EXTRA", ("no_such_engine_package",))
     code = main([str(SUBMISSIONS / "good"), "--out", str(tmp_path / "out"), "--mutants", "generated"])

@@ -30,7 +30,7 @@ import pytest
 from elmo_conformance.batch import grading, jobs, records, regrade, submissions
 from elmo_conformance.batch.__main__ import main as batch_main
 from elmo_conformance.batch.executor import Outcome
-from elmo_conformance.resources import child_environment
+from elmo_conformance.ground.resources import child_environment
 
 ROOT = Path(__file__).resolve().parent.parent
 CLASS = ROOT / "tests" / "batch"

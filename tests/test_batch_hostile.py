@@ -34,8 +34,8 @@ from pathlib import Path
 
 import pytest
 
-from elmo_conformance import sandbox
-from elmo_conformance.resources import child_environment, package_dir
+from elmo_conformance.ground.resources import child_environment, package_dir
+from elmo_conformance.processes import sandbox
 from tests.test_batch import SELECTION, finish, marked
 
 pytest.importorskip("distributed")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench.batch import dask_cluster
-from elmo_conformance.resources import child_environment
+from elmo_conformance.ground.resources import child_environment
 from tests.test_batch import SELECTION, finish
 
 pytest.importorskip("distributed")

@@ -20,7 +20,7 @@ from bench import baseline, bilm, flops, mutants, probe, scaling, suite, wire  #
 from bench.__main__ import main  # noqa: E402
 from bench.timing import interleaved  # noqa: E402
 from elmo_conformance import reference  # noqa: E402
-from elmo_conformance.conformance.loading import as_adapter, load_adapter  # noqa: E402
+from elmo_conformance.adapters.loading import as_adapter, load_adapter  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TINY = bilm.BiLMSize(batch=4, steps=7, d=5, n_layers=2, vocab=13)

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import elmo_conformance
-from elmo_conformance.conformance.loading import available_builtins
+from elmo_conformance.adapters.loading import available_builtins
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -52,7 +52,7 @@ def test_every_mutant_of_the_implementation_is_killed(impl: str, tmp_path: Path)
 def test_the_c_implementation_passes_under_address_and_undefined_behaviour_sanitizers() -> None:
     """`nox -s sanitize`: the canaries are reported, and the whole suite on the sanitized build
     passes with no sanitizer report."""
-    command = [sys.executable, "-m", "elmo_conformance.adapters.c.sanitize", "-q", "-p", "no:cacheprovider"]
+    command = [sys.executable, "-m", "elmo_conformance.maintain.sanitize", "-q", "-p", "no:cacheprovider"]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=1800)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-4000:]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from elmo_conformance.conformance import tolerances
-from elmo_conformance.conformance.loading import AdapterLoadError, as_adapter, available_builtins, load_adapter
+from elmo_conformance.adapters.loading import AdapterLoadError, as_adapter, available_builtins, load_adapter
+from elmo_conformance.spec import tolerances
 from tests.suite_runs import run_suite_here
 
 ROOT = Path(__file__).resolve().parent.parent

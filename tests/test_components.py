@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from elmo_conformance.conformance.components import catalog_component, missing, unknown
-from elmo_conformance.conformance.mutants.model import Baseline, MutantInfo, MutantRun, TestOutcome
-from elmo_conformance.conformance.mutants.runner import Options, Results, not_applicable
-from elmo_conformance.conformance.mutants.verdicts import judge, session_failures
 from elmo_conformance.conformance.passtable import cell, table
+from elmo_conformance.mutation.model import Baseline, MutantInfo, MutantRun, TestOutcome
+from elmo_conformance.mutation.runner import Options, Results, not_applicable
+from elmo_conformance.mutation.verdicts import judge, session_failures
+from elmo_conformance.spec.components import catalog_component, missing, unknown
 from tests.suite_runs import run_suite_here
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -155,7 +155,7 @@ def test_a_catalog_mutant_of_an_undeclared_component_is_not_applicable_and_never
 
 
 def test_the_plan_makes_no_job_for_a_mutant_that_is_not_applicable() -> None:
-    from elmo_conformance.conformance.mutants.runner import Plan
+    from elmo_conformance.mutation.runner import Plan
 
     results = Results(Options(("mine.py",), workers=1), CATALOG)
     plan = Plan(results, progress=lambda line: None)

@@ -24,9 +24,10 @@ import pytest
 
 import elmo_conformance
 from elmo_conformance import cli
-from elmo_conformance.conformance.loading import AdapterLoadError, AdapterNameClash, load_adapter
+from elmo_conformance.adapters.loading import AdapterLoadError, AdapterNameClash, load_adapter
 from elmo_conformance.fixtures.manifest import SPEC_VERSION
-from elmo_conformance.resources import ADAPTERS_GROUP, PLUGIN, spec_version
+from elmo_conformance.ground import version
+from elmo_conformance.ground.resources import ADAPTERS_GROUP, PLUGIN, spec_version
 
 ROOT = Path(__file__).resolve().parent.parent
 BROKEN = ROOT / "tests" / "broken"
@@ -255,7 +256,10 @@ def test_the_console_command_runs_an_adapter_registered_by_entry_point(
 def test_the_suite_has_one_version() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     assert "version" in project["project"]["dynamic"]
-    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "elmo_conformance.__version__"}
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {
+        "attr": "elmo_conformance.ground.version.__version__"
+    }
+    assert version.__version__ == elmo_conformance.__version__
     assert re.fullmatch(r"\d+\.\d+\.\d+", elmo_conformance.__version__)
     done = run(console("--version"), ROOT)
     assert done.stdout.startswith(f"elmo-conformance {elmo_conformance.__version__} (spec {spec_version()}")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from elmo_conformance.conformance.loading import BUILTINS
+from elmo_conformance.adapters.loading import BUILTINS
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")

@@ -1,5 +1,5 @@
 """Every way the project launches the conformance suite goes through the one entry point,
-`elmo_conformance.run` (elmo_conformance/running.py; spec §11.1): this test lists the places that
+`elmo_conformance.run` (elmo_conformance/runner/running.py; spec §11.1): this test lists the places that
 start pytest on the suite, and fails on one that does not go through it.
 
 The exceptions are the tests of plain `pytest` itself: a user may run the suite with
@@ -13,14 +13,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from elmo_conformance.resources import child_environment
+from elmo_conformance.ground.resources import child_environment
 from tests.suite_runs import run_suite_here
 
 ROOT = Path(__file__).resolve().parent.parent
 LAUNCH = re.compile(r'"-m",\s*"pytest"|pytest\.main\(|\bpytest",\s*"conformance"')
 # path -> why it starts pytest itself
 THROUGH_THE_ENTRY_POINT = {
-    "elmo_conformance/running.py": "the entry point itself: run() and, for the mutation workers, run_here()",
+    "elmo_conformance/runner/running.py": "the entry point itself: run(), in a child or (where='here', the mutation workers) in its own process",
 }
 PLAIN_PYTEST = {
     "tests/test_console.py": "the plugin's registration, and the printed `python -m pytest` reproduce command",
@@ -56,12 +56,12 @@ def test_every_launch_of_the_suite_goes_through_the_entry_point() -> None:
     stray = {path: lines for path, lines in launches().items() if path not in allowed}
     assert not stray, (
         "these files start pytest on the suite themselves; run it through elmo_conformance.run "
-        f"(or run_here in a long-lived worker): {stray}"
+        f"(or run(where='here') in a long-lived worker): {stray}"
     )
 
 
 def test_two_runs_in_one_process_each_start_their_own_adapter_process(tmp_path: Path) -> None:
-    """`run_here` twice in one Python process (the mutation workers, the project's own tests): the
+    """`run(where="here")` twice in one Python process (the mutation workers, the project's own tests): the
     first run's adapter processes are stopped when it ends, and the second run starts its own
     rather than calling a stopped one (§11.1, §15.7)."""
     for run in ("first", "second"):
@@ -83,8 +83,8 @@ sys.exit(code)
 """
 
 
-def test_a_run_here_after_the_suite_was_imported_adds_no_warning() -> None:
-    """A process that imported the suite's plugin before `run_here` (a pytest-xdist worker whose
+def test_a_run_in_this_process_after_the_suite_was_imported_adds_no_warning() -> None:
+    """A process that imported the suite's plugin before `run(where="here")` (a pytest-xdist worker whose
     tests import it): pytest cannot rewrite its assertions and, unless told otherwise, prints a
     PytestAssertRewriteWarning in the run's output, which the suite's output must not carry."""
     done = subprocess.run(

@@ -5,7 +5,7 @@ such file in a temporary copy of fixtures/, with the manifest's hash updated to 
 is left to catch is the content) or not (the hash must be checked first, and the file not
 parsed), and checks what the user needs:
 
-- ``python -m fixtures`` exits 1 with one FAIL line naming the file, and no traceback;
+- ``elmo-conformance fixtures`` exits 1 with one FAIL line naming the file, and no traceback;
 - the harness refuses to start: a usage error naming the file, no test run, no traceback;
 - neither uses more than ``PEAK_MB`` of memory (each runs with its address space limited, so a
   reader that believes a bomb fails at once instead of taking the machine).
@@ -146,7 +146,8 @@ def assert_bounded(outcome, case: Case) -> None:
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_python_m_fixtures_refuses_a_hostile_file_with_one_line(tmp_path: Path, case: Case) -> None:
     copy = case.make(tmp_path)
-    args = ["-m", "fixtures", "--fixtures-dir", str(copy), "--skip", "regenerate", "--skip", "reference"]
+    args = ["-m", "elmo_conformance", "fixtures", "--fixtures-dir", str(copy), "--skip", "regenerate"]
+    args += ["--skip", "reference"]
     outcome = run_bounded([*args, "--skip", "mutants"], REPO_ROOT, {})
     assert_bounded(outcome, case)
     assert outcome.returncode == 1, outcome.output[-3000:]

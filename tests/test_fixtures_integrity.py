@@ -1,5 +1,5 @@
 """Tampered and bad fixture files are refused with one line naming the file (spec §12), by
-``python -m fixtures`` (checks 0-3) and by the conformance harness before any test runs.
+``elmo-conformance fixtures`` (checks 0-3) and by the conformance harness before any test runs.
 
 Every test works on a temporary copy of fixtures/ (the schemas stay in spec/schemas)."""
 
@@ -18,7 +18,6 @@ import pytest
 from fixture_copies import FIXTURE_NAMES, copy_fixtures, rehash
 
 import elmo_conformance
-from elmo_conformance.fixtures.__main__ import main as fixtures_main
 from elmo_conformance.fixtures.manifest import SPEC_VERSION, verify_manifest
 from elmo_conformance.fixtures.store import (
     FIXTURES_DIR,
@@ -34,6 +33,7 @@ from elmo_conformance.fixtures.store import (
     sha256_file,
 )
 from elmo_conformance.fixtures.validate import FAIL, integrity
+from elmo_conformance.maintain.fixtures import main as fixtures_main
 
 
 def flip_byte(path: Path, position: int) -> None:

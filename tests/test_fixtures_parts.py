@@ -1,4 +1,4 @@
-"""The parts of ``python -m fixtures``: drift comparison (§10), the learning bar's derivation
+"""The parts of ``elmo-conformance fixtures``: drift comparison (§10), the learning bar's derivation
 (§12.4), provenance (§12) and the suite checks 6 and 7 (§13)."""
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from elmo_conformance.fixtures.drift import compare_value, quantity_of, toleranc
 from elmo_conformance.fixtures.manifest import fixture_files
 from elmo_conformance.fixtures.provenance import code_files, code_hashes, stale_code, third_party_imports
 from elmo_conformance.fixtures.store import FIXTURES_DIR, MANIFEST_NAME, REPO_ROOT, SPEC_DIR, load_json
-from elmo_conformance.fixtures.suite import ReferenceRun, check_mutant, judge_reference
 from elmo_conformance.fixtures.thresholds import describe, threshold_rows
 from elmo_conformance.fixtures.validate import FAIL, PASS, WARN, check_provenance
+from elmo_conformance.maintain.fixture_suite import ReferenceRun, check_mutant, judge_reference
 from tests.suite_runs import NUMPY_REFERENCE_RUN
 
 # ---------------------------------------------------------------------------------------- drift
@@ -132,7 +132,7 @@ def relative(paths: list[Path]) -> set[str]:
 
 def test_code_hashes_cover_what_a_generator_runs() -> None:
     learning = relative(code_files("fixtures/generate/learning.py"))
-    assert {"reference/bilm.py", "reference/lstm.py", "conformance/learning.py", "fixtures/thresholds.py"} <= learning
+    assert {"reference/bilm.py", "reference/lstm.py", "reference/learning.py", "fixtures/thresholds.py"} <= learning
     assert {"fixtures/store.py", "fixtures/generate/__init__.py", "fixtures/__init__.py"} <= learning
     # the oracle is independent of the reference, and its manifest entry says so
     assert not any(p.startswith("reference/") for p in relative(code_files("fixtures/generate/golden_bilm.py")))
@@ -151,11 +151,11 @@ def test_stale_code_names_each_changed_file() -> None:
     entry = committed_entry("learning_thresholds.tsv")
     current = code_hashes(entry["generator"])
     entry["code"] = dict(current, **{"reference/bilm.py": "0" * 64, "reference/gone.py": "1" * 64})
-    del entry["code"]["conformance/learning.py"]
+    del entry["code"]["reference/learning.py"]
     assert stale_code(entry) == [
         "reference/bilm.py changed",
         "reference/gone.py is no longer imported",
-        "conformance/learning.py is newly imported",
+        "reference/learning.py is newly imported",
     ]
     result = check_provenance(entry)
     assert result.status == WARN and "reference/bilm.py changed" in result.detail

@@ -1,4 +1,4 @@
-"""``python -m fixtures`` check 5 and ``--regenerate`` (spec §12): regenerated fixtures are compared
+"""``elmo-conformance fixtures`` check 5 and ``--regenerate`` (spec §12): regenerated fixtures are compared
 with the committed ones within tolerance, never bit for bit; ``--regenerate`` is deterministic
 and refuses to overwrite drift beyond tolerance unless ``--accept-drift``.
 
@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 from fixture_copies import FIXTURE_NAMES, copy_fixtures
 
-from elmo_conformance.fixtures.__main__ import main as fixtures_main
 from elmo_conformance.fixtures.drift import compare, tolerance
 from elmo_conformance.fixtures.store import (
     FIXTURES_DIR,
@@ -23,6 +22,7 @@ from elmo_conformance.fixtures.store import (
     save_npz,
     sha256_file,
 )
+from elmo_conformance.maintain.fixtures import main as fixtures_main
 
 
 def scale_array(copy: Path, name: str, key: str, factor: float) -> None:

@@ -18,7 +18,7 @@ import jax  # noqa: E402
 
 from elmo_conformance.adapters.jax import MUTANTS, JaxAdapter, adapter  # noqa: E402
 from elmo_conformance.conformance.data import random_bilm  # noqa: E402
-from elmo_conformance.conformance.spec import mutant_catalog  # noqa: E402
+from elmo_conformance.spec.catalog import mutant_catalog  # noqa: E402
 
 VALIDATION_ONLY = ["x-integer-s-accepted", "x-lr-unchecked", "x-padded-ids-unchecked"]
 

@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 from elmo_conformance.adapters.mutant_table import mutant_id, mutants_in
-from elmo_conformance.conformance.spec import mutant_catalog
+from elmo_conformance.spec.catalog import mutant_catalog
 
 
 class Base:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-from elmo_conformance.conformance.mutants.collector import Collector
-from elmo_conformance.conformance.mutants.model import Baseline, TestOutcome
-from elmo_conformance.conformance.mutants.runner import merge
+from elmo_conformance.mutation.collector import Collector
+from elmo_conformance.mutation.model import Baseline, TestOutcome
+from elmo_conformance.mutation.runner import merge
 
 NODEIDS = [f"conformance/test_x.py::test_{name}[mine-float64]" for name in "abcdef"]
 

@@ -13,10 +13,10 @@ import pytest
 import elmo_conformance
 import elmo_conformance.reference.bilm  # noqa: F401  (reference.bilm below)
 from elmo_conformance import reference
-from elmo_conformance.conformance.loading import AdapterLoadError, LoadedAdapter, load_adapter, load_mutant
-from elmo_conformance.conformance.mutants.declared import declared_mutants, describe
-from elmo_conformance.conformance.mutants.equivalence import Raised, changed_output, first_difference
-from elmo_conformance.conformance.spec import mutant_catalog
+from elmo_conformance.adapters.declared import declared_mutants, describe
+from elmo_conformance.adapters.loading import AdapterLoadError, LoadedAdapter, load_adapter, load_mutant
+from elmo_conformance.mutation.equivalence import Raised, changed_output, first_difference
+from elmo_conformance.spec.catalog import mutant_catalog
 from tests.suite_runs import run_args_here
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from elmo_conformance.conformance.mutants.__main__ import parse
-from elmo_conformance.conformance.mutants.model import Baseline, MutantInfo, MutantRun, TestOutcome
-from elmo_conformance.conformance.mutants.runner import Options, Results
-from elmo_conformance.conformance.mutants.summary import escape, markdown
-from elmo_conformance.conformance.mutants.table import terminal
-from elmo_conformance.conformance.mutants.verdicts import judge, session_failures
+from elmo_conformance.mutation.__main__ import parse
+from elmo_conformance.mutation.model import Baseline, MutantInfo, MutantRun, TestOutcome
+from elmo_conformance.mutation.runner import Options, Results
+from elmo_conformance.mutation.summary import escape, markdown
+from elmo_conformance.mutation.table import terminal
+from elmo_conformance.mutation.verdicts import judge, session_failures
 
 ROOT = Path(__file__).resolve().parent.parent
 BROKEN = ROOT / "tests" / "broken"
@@ -25,7 +25,7 @@ EXAMPLES = ROOT / "tests" / "examples"
 
 
 def run_mutants(out: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "conformance.mutants", "--out", str(out), "--no-html", *args]
+    command = [sys.executable, "-m", "elmo_conformance.mutation", "--out", str(out), "--no-html", *args]
     try:
         return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as exc:

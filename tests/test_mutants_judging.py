@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from elmo_conformance.conformance.mutants.__main__ import parse
-from elmo_conformance.conformance.mutants.model import Baseline, MutantInfo, MutantRun, TestOutcome
-from elmo_conformance.conformance.mutants.runner import Options, Results
-from elmo_conformance.conformance.mutants.verdicts import judge, session_failures
-from elmo_conformance.conformance.mutants.worker import MutantJob, _register_profile, run_mutant
+from elmo_conformance.mutation.__main__ import parse
+from elmo_conformance.mutation.model import Baseline, MutantInfo, MutantRun, TestOutcome
+from elmo_conformance.mutation.runner import Options, Results
+from elmo_conformance.mutation.verdicts import judge, session_failures
+from elmo_conformance.mutation.worker import MutantJob, _register_profile, run_mutant
 
 ROOT = Path(__file__).resolve().parent.parent
 DECLARES = str(ROOT / "tests" / "examples" / "declares_mutants.py")

@@ -16,7 +16,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from elmo_conformance.conformance.mutants.html import SCHEMA, SCHEMA_VERSION, NpmUnavailable, npm_package
+from elmo_conformance.mutation.html import SCHEMA, SCHEMA_VERSION, NpmUnavailable, npm_package
 
 ROOT = Path(__file__).resolve().parent.parent
 # The module-scoped runs are shared: every test of this module on one pytest-xdist worker.
@@ -25,7 +25,7 @@ EXAMPLE = ROOT / "tests" / "examples" / "declares_mutants.py"
 
 
 def run_mutants(cwd: Path, out: Path, *args: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "conformance.mutants", "--out", str(out), *args]
+    command = [sys.executable, "-m", "elmo_conformance.mutation", "--out", str(out), *args]
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=900)
 
 

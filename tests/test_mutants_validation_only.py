@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from elmo_conformance.adapters.declared import describe
+from elmo_conformance.adapters.loading import load_adapter, load_mutant
 from elmo_conformance.conformance.bad_inputs import CALLS
-from elmo_conformance.conformance.loading import load_adapter, load_mutant
-from elmo_conformance.conformance.mutants.declared import describe
-from elmo_conformance.conformance.mutants.equivalence import changed_output
+from elmo_conformance.mutation.equivalence import changed_output
 
 ROOT = Path(__file__).resolve().parent.parent
 VALIDATION_ONLY = {
@@ -59,7 +59,7 @@ def test_a_validation_only_mutant_changes_an_output_only_on_bad_input(impl: str,
 
 
 def test_the_precheck_calls_every_bad_input_of_the_validation_table() -> None:
-    from elmo_conformance.conformance.mutants import equivalence
+    from elmo_conformance.mutation import equivalence
 
     calls = [what for what, _ in equivalence._calls(np.dtype("float64"), frozenset({"float64"}))]
     bad = [what for what in calls if " given " in what]
@@ -67,7 +67,7 @@ def test_the_precheck_calls_every_bad_input_of_the_validation_table() -> None:
 
 
 def test_a_validation_only_mutant_is_reported_killed_by_the_runner(tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "elmo_conformance.conformance.mutants", "--impl", "numpy"]
+    command = [sys.executable, "-m", "elmo_conformance.mutation", "--impl", "numpy"]
     command += ["--mutant", "x-lr-unchecked", "--no-html", "--out", str(tmp_path)]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from elmo_conformance.conformance.mutants.model import Baseline, MutantInfo, MutantRun, TestOutcome
-from elmo_conformance.conformance.mutants.runner import Options, Results, mutant_job
-from elmo_conformance.conformance.mutants.summary import markdown
-from elmo_conformance.conformance.mutants.table import terminal
-from elmo_conformance.conformance.mutants.verdicts import judge, session_failures
+from elmo_conformance.mutation.model import Baseline, MutantInfo, MutantRun, TestOutcome
+from elmo_conformance.mutation.runner import Options, Results, mutant_job
+from elmo_conformance.mutation.summary import markdown
+from elmo_conformance.mutation.table import terminal
+from elmo_conformance.mutation.verdicts import judge, session_failures
 
 CATALOG = [
     {"id": "s01", "title": "raw s as weights", "expected_killers": ["test_mix"]},

@@ -1,4 +1,4 @@
-"""The generated mutants' baseline (conformance/mutants/worker.py, run_baseline) records which
+"""The generated mutants' baseline (elmo_conformance/mutation/worker.py, run_baseline) records which
 lines of the implementation each test runs, also for an implementation whose modules the worker
 had imported before the run: the reference (`mutate --impl numpy`), which the suite's own modules
 import, runs from where it was first imported, not from the baseline's copy, and its lines were
@@ -17,9 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = """
 import json, sys, tempfile
 from pathlib import Path
-from elmo_conformance.conformance.mutants import mutate
-from elmo_conformance.conformance.mutants.scratch import baseline_copy
-from elmo_conformance.conformance.mutants.worker import BaselineJob, _register_profile, run_baseline
+from elmo_conformance.mutation import mutate
+from elmo_conformance.mutation.scratch import baseline_copy
+from elmo_conformance.mutation.worker import BaselineJob, _register_profile, run_baseline
 
 assert "elmo_conformance.reference" in sys.modules  # imported with the worker, before any run
 target, files = mutate.resolve(mutate.parse(["--impl", "numpy"]))

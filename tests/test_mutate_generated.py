@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from elmo_conformance.conformance.mutants.generate import generate
-from elmo_conformance.conformance.mutants.reach import EVERY, ONE, ProgramMap, python_reach
+from elmo_conformance.mutation.generate import generate
+from elmo_conformance.mutation.reach import EVERY, ONE, ProgramMap, python_reach
 
 ROOT = Path(__file__).resolve().parent.parent
 # The module-scoped runs are shared: every test of this module on one pytest-xdist worker.
@@ -148,7 +148,7 @@ def test_a_program_is_built_and_run_from_its_scratch_copy(tmp_path: Path) -> Non
     shutil.copy(EXAMPLE, tmp_path / "outside_mix.py")
     before = digest(tmp_path)
     ids = ids_by_label(tmp_path / "outside_mix.py")
-    impl = f"cmd:{sys.executable} -m elmo_conformance.conformance.serve outside_mix.py"
+    impl = f"cmd:{sys.executable} -m elmo_conformance.adapters.wire.server outside_mix.py"
     done = mutate(
         "--impl", impl, "--source", "outside_mix.py", "--build", "grep -q 'return e / total' outside_mix.py",
         "-k", "hand_example", "--out", str(tmp_path / "report"), "--no-html", "--timeout-min", "4",
@@ -258,7 +258,7 @@ def test_what_reaches_a_mutant() -> None:
 def test_a_builtins_default_sources_leave_out_its_declared_mutants(impl: str, declared: str) -> None:
     """§13.2: by default a built-in's own sources are mutated, less its declared mutants' code
     (§13.1), which a generated run never calls; numpy's are the reference's."""
-    from elmo_conformance.conformance.mutants.mutate import parse, resolve
+    from elmo_conformance.mutation.mutate import parse, resolve
 
     _, files = resolve(parse(["--impl", impl]))
     names = {path.name for path in files}
@@ -276,7 +276,7 @@ def test_a_missing_package_of_the_mutate_extra_is_named_before_the_run(
     than failing with a traceback in the engine or in a worker's coverage."""
     import importlib.util
 
-    from elmo_conformance.conformance.mutants.mutate import main
+    from elmo_conformance.mutation.mutate import main
 
     found = importlib.util.find_spec
     monkeypatch.setattr(
@@ -359,7 +359,7 @@ def test_the_functions_of_a_program_in_each_brace_language(language: str, text: 
     """reach.c_functions finds each function definition and its lines (counted by hand): Rust's
     in an `impl`, with generics and a return type; Go's with a receiver; JavaScript's functions,
     arrow functions and class methods; an `if` block is not a function."""
-    from elmo_conformance.conformance.mutants.reach import c_functions
+    from elmo_conformance.mutation.reach import c_functions
 
     assert [(name, first, last) for name, first, last, _, _ in c_functions(text, language)] == expected
 

@@ -1,5 +1,5 @@
 """A sample of the generated mutants says how far its score can be from the whole set's (spec
-§13.2; docs/mutation.md, "Samples"; conformance/mutants/sampling.py): stratified by file, seeded,
+§13.2; docs/mutation.md, "Samples"; elmo_conformance/mutation/sampling.py): stratified by file, seeded,
 its 95 % interval finite-population corrected, in the terminal, summary.md and the report."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from elmo_conformance.conformance.mutants.sampling import allocate, draw, interval
+from elmo_conformance.mutation.sampling import allocate, draw, interval
 from tests.test_mutate_generated import EXAMPLE, mutate
 
 

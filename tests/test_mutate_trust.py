@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from elmo_conformance import sandbox
-from elmo_conformance.conformance.mutants.generate import generate
+from elmo_conformance.mutation.generate import generate
+from elmo_conformance.processes import sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.xdist_group("mutate-trust")
@@ -221,7 +221,7 @@ def test_the_report_names_files_from_the_project_root(project) -> None:
 
 
 PROGRAM_BUILD = (
-    "printf '#!/bin/sh\\nexec {python} -m elmo_conformance.conformance.serve mix.py\\n' > prog && chmod +x prog"
+    "printf '#!/bin/sh\\nexec {python} -m elmo_conformance.adapters.wire.server mix.py\\n' > prog && chmod +x prog"
 )
 
 
@@ -337,7 +337,7 @@ def test_a_file_whose_name_starts_with_a_dash_is_served(tmp_path: Path) -> None:
 
 
 def test_two_runs_on_one_out_folder_are_refused(tmp_path: Path) -> None:
-    from elmo_conformance.conformance.mutants.cache import OutLocked, lock_out
+    from elmo_conformance.mutation.cache import OutLocked, lock_out
 
     held = lock_out(tmp_path)
     try:
@@ -349,8 +349,8 @@ def test_two_runs_on_one_out_folder_are_refused(tmp_path: Path) -> None:
 
 
 def test_the_cache_keys_everything_a_status_depends_on_and_refuses_a_bad_entry(tmp_path: Path) -> None:
-    from elmo_conformance.conformance.mutants.cache import VERSION, Cache
-    from elmo_conformance.conformance.mutants.model import MutantRun, TestOutcome
+    from elmo_conformance.mutation.cache import VERSION, Cache
+    from elmo_conformance.mutation.model import MutantRun, TestOutcome
 
     options = {"select": None, "timeout_factor": 3.0, "timeout_min": 20.0, "build_timeout": 900.0, "root": None}
     context = Cache.context("project", "suite", "mine.py", None, options)
@@ -383,7 +383,7 @@ def test_the_cache_keys_everything_a_status_depends_on_and_refuses_a_bad_entry(t
 
 
 def test_the_project_root_is_the_nearest_folder_with_a_project_file(tmp_path: Path) -> None:
-    from elmo_conformance.conformance.mutants.scratch import UsageError, check_root, copy_project, find_root
+    from elmo_conformance.mutation.scratch import UsageError, check_root, copy_project, find_root
 
     crate = tmp_path / "crate"
     (crate / "src" / "deep").mkdir(parents=True)
@@ -625,7 +625,7 @@ def test_a_folder_that_holds_the_suite_is_never_the_project_root(tmp_path: Path)
     """An implementation kept in the suite's checkout (tests/examples/) has its own folder as its
     root, not the checkout (whose pyproject.toml is the suite's: its harness would be copied and
     imported with every mutant, and the baseline refused); --root naming such a folder is refused."""
-    from elmo_conformance.conformance.mutants.scratch import UsageError, check_root, find_root
+    from elmo_conformance.mutation.scratch import UsageError, check_root, find_root
 
     example = ROOT / "tests" / "examples" / "outside_mix.py"
     assert find_root([example]) == example.parent

@@ -1,4 +1,4 @@
-"""Warm workers (conformance/mutants/warm.py, zygote.py) judge a Python implementation's generated
+"""Warm workers (elmo_conformance/mutation/warm.py, zygote.py) judge a Python implementation's generated
 mutants as a fresh process per mutant does (`mutate --fresh`).
 
 On a copy of tests/examples/outside_mix.py with `-k` selecting four tests: a seeded sample of its
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from elmo_conformance.conformance.mutants.generate import generate
+from elmo_conformance.mutation.generate import generate
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "tests" / "examples" / "outside_mix.py"

@@ -1,5 +1,5 @@
 """The wire protocol end to end (spec §11, §15): the whole suite and the whole mutation matrix give
-the same verdicts through the protocol server (conformance/serve.py) as in-process, for the numpy
+the same verdicts through the protocol server (adapters/wire/server.py) as in-process, for the numpy
 and torch adapters: the same outcome for every test, and every mutant the same status with the
 same killing tests.
 
@@ -34,7 +34,7 @@ pytestmark = pytest.mark.parity
 
 def served(impl: str) -> str:
     """The --impl argument that runs `impl` behind the protocol server, in a child process."""
-    return "cmd:" + shlex.join([sys.executable, "-m", "elmo_conformance.conformance.serve", impl])
+    return "cmd:" + shlex.join([sys.executable, "-m", "elmo_conformance.adapters.wire.server", impl])
 
 
 def suite_outcomes(impl: str, tmp_path: Path, tag: str, *options: str) -> dict[str, str]:
@@ -51,7 +51,7 @@ def mutation_verdicts(
     command = [
         sys.executable,
         "-m",
-        "elmo_conformance.conformance.mutants",
+        "elmo_conformance.mutation",
         "--impl",
         impl,
         "--out",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from elmo_conformance.conformance.loading import LoadedAdapter
+from elmo_conformance.adapters.loading import LoadedAdapter
 from elmo_conformance.conformance.passtable import cell, render, table
 from tests.suite_runs import run_args_here
 

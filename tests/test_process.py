@@ -21,11 +21,10 @@ import numpy as np
 import pytest
 
 import elmo_conformance
-from elmo_conformance import reference, sandbox
-from elmo_conformance.conformance import wire
-from elmo_conformance.conformance.case import Case
-from elmo_conformance.conformance.loading import load_adapter, served_command
-from elmo_conformance.conformance.process import (
+from elmo_conformance import reference
+from elmo_conformance.adapters.loading import load_adapter, served_command
+from elmo_conformance.adapters.wire import codec
+from elmo_conformance.adapters.wire.client import (
     HANDSHAKE_FLOOR,
     MAX_ANSWER_VALUES,
     ProcessAdapter,
@@ -33,6 +32,8 @@ from elmo_conformance.conformance.process import (
     ProcessTimeout,
     RemoteError,
 )
+from elmo_conformance.conformance.case import Case
+from elmo_conformance.processes import sandbox
 from tests.suite_runs import run_suite, run_suite_here
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -165,7 +166,7 @@ def test_a_report_path_that_is_a_directory_is_refused_before_the_run(tmp_path: P
 
 
 # ------------------------------------------------------------------------------------------------
-# conformance/process.py driven directly (issue 21): one process, one or two calls, no pytest run.
+# adapters/wire/client.py driven directly (issue 21): one process, one or two calls, no pytest run.
 
 S, GAMMA, LAYERS = np.zeros(3), np.ones(1), [np.full((2, 3, 4), float(k)) for k in range(3)]
 
@@ -210,11 +211,11 @@ def test_an_answer_of_too_many_values_is_refused_as_it_is_decoded() -> None:
 
 def test_decoding_is_bounded_in_values_and_deadline() -> None:
     body = b"l" + struct.pack("<I", 10**6) + b"n" * 10**6
-    with pytest.raises(wire.WireError, match="holds more than 65536 values"):
-        wire.decode(body, max_values=1 << 16)
-    with pytest.raises(wire.WireTimeout):
-        wire.decode(body, deadline=time.monotonic() - 1)
-    assert len(wire.decode(body)) == 10**6, "without bounds the same body decodes"
+    with pytest.raises(codec.WireError, match="holds more than 65536 values"):
+        codec.decode(body, max_values=1 << 16)
+    with pytest.raises(codec.WireTimeout):
+        codec.decode(body, deadline=time.monotonic() - 1)
+    assert len(codec.decode(body)) == 10**6, "without bounds the same body decodes"
 
 
 def test_a_process_in_a_session_of_its_own_does_not_outlive_the_harness() -> None:
@@ -252,7 +253,7 @@ def test_the_handshake_deadline_is_derived_from_the_call_timeout(monkeypatch: py
     """Issue 21.4: a restarted process that hangs in its handshake fails the call after the
     handshake deadline (the call timeout, at least HANDSHAKE_FLOOR), which the message names."""
     assert _deadline(3.0, None) == HANDSHAKE_FLOOR and _deadline(300.0, None) == 300.0 and _deadline(3.0, 1.5) == 1.5
-    monkeypatch.setattr("elmo_conformance.conformance.process.HANDSHAKE_FLOOR", 0.5)
+    monkeypatch.setattr("elmo_conformance.adapters.wire.client.HANDSHAKE_FLOOR", 0.5)
     env = {**os.environ, "FAULTY_STATE": str(tmp_path / "started")}
     box = sandbox.Sandbox(writable=(str(tmp_path),), keep=("FAULTY_STATE",))
     adapter, marker = faulty_adapter("restart-hangs", call_timeout=60.0, env=env, box=box)
@@ -326,11 +327,11 @@ def test_the_servers_purity_check_compares_with_the_request_bytes_and_copies_not
     """§1.4 in the protocol server: the snapshot of a decoded argument is a view of the request's
     bytes; a change is found bit for bit, and a change of bits that keeps every value (-0.0 for
     0.0) is no change, as with a comparison by value in the harness's process."""
-    from elmo_conformance.conformance.purity import first_change, snapshot
+    from elmo_conformance.adapters.purity import first_change, snapshot
 
     args = {"s": np.array([0.0, 1.0, np.nan]), "layers": [np.arange(6.0).reshape(2, 3)] * 2}
     sources: dict = {}
-    decoded = wire.decode(wire.encode(args), sources=sources)
+    decoded = codec.decode(codec.encode(args), sources=sources)
     before = snapshot(decoded, sources)
     assert before["s"] is sources[id(decoded["s"])] and not before["s"].flags.owndata, "no copy"
     assert first_change(before, decoded, "args") is None

@@ -17,11 +17,11 @@ import pytest
 from elmo_conformance import reference
 from elmo_conformance.adapters.numpy import NumpyAdapter
 from elmo_conformance.adapters.protocol import Adapter
-from elmo_conformance.conformance import wire
+from elmo_conformance.adapters.wire import codec
+from elmo_conformance.adapters.wire.client import ProcessAdapter, message_problem
 from elmo_conformance.conformance.case import Case
-from elmo_conformance.conformance.process import ProcessAdapter, message_problem
-from elmo_conformance.conformance.protocol import Function, Protocol, protocol
-from elmo_conformance.conformance.spec import SPEC_DIR, validation_rows
+from elmo_conformance.spec.catalog import SPEC_DIR, validation_rows
+from elmo_conformance.spec.protocol import Function, Protocol, protocol
 
 ROOT = Path(__file__).resolve().parent.parent
 FIT_DEFAULTS = {a.name: a.default for a in protocol().functions["fit_linear_probe"].arguments if a.has_default}
@@ -145,12 +145,12 @@ def test_binding_arguments_fills_the_defaults_and_refuses_unknown_names() -> Non
 
 
 def test_the_messages_the_harness_sends_match_the_wire_schema() -> None:
-    """§15: hello and call, as conformance/process.py builds them, against wire.schema.json."""
+    """§15: hello and call, as adapters/wire/client.py builds them, against codec.schema.json."""
     hello = {"type": "hello", "protocol": protocol().version, "suite": "elmo-conformance"}
     assert message_problem(hello, "hello_request") is None
     assert message_problem({**hello, "protocol": "one"}, "hello_request") is not None
     call = {"type": "call", "id": 1, "function": "bilm_loss", "mutant": None, "args": {"params": {}}}
-    assert message_problem(wire.decode(wire.encode(call)), "call") is None
+    assert message_problem(codec.decode(codec.encode(call)), "call") is None
     assert message_problem({**call, "id": "1"}, "call") is not None
 
 
@@ -175,7 +175,7 @@ def test_numpy_scalars_travel_as_the_python_value_they_stand_for() -> None:
     import numpy as np
 
     for scalar in (np.int8(-3), np.uint64(3), np.int64(-3)):
-        assert wire.encode(scalar) == b"i" + struct.pack("<q", int(scalar))
-    assert wire.encode(np.True_) == b"t" and wire.encode(np.False_) == b"f"
-    assert wire.encode(np.float64(0.5)) == b"d" + struct.pack("<d", 0.5)
-    assert wire.encode(np.float32(0.5)) == b"af4" + bytes([0]) + struct.pack("<f", 0.5)
+        assert codec.encode(scalar) == b"i" + struct.pack("<q", int(scalar))
+    assert codec.encode(np.True_) == b"t" and codec.encode(np.False_) == b"f"
+    assert codec.encode(np.float64(0.5)) == b"d" + struct.pack("<d", 0.5)
+    assert codec.encode(np.float32(0.5)) == b"af4" + bytes([0]) + struct.pack("<f", 0.5)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from elmo_conformance.resources import child_environment
+from elmo_conformance.ground.resources import child_environment
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.integration

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from elmo_conformance.conformance import wire
-from elmo_conformance.conformance.tolerances import QUANTITIES
+from elmo_conformance.adapters.wire import codec
+from elmo_conformance.spec.tolerances import QUANTITIES
 
 ROOT = Path(__file__).resolve().parent.parent
 _spec = importlib.util.spec_from_file_location("render_docs", ROOT / "scripts" / "render_docs.py")
@@ -79,7 +79,7 @@ def test_the_schema_names_the_quantities_of_tolerances_json(texts, frame) -> Non
 
 
 def test_the_wire_example_is_the_hello_the_harness_sends(texts, frame) -> None:
-    older = wire.frame({"type": "hello", "protocol": "1.0"})  # the hello before the suite's version was sent
+    older = codec.frame({"type": "hello", "protocol": "1.0"})  # the hello before the suite's version was sent
     assert render_docs.stale(texts, older) == [
         "docs/adapters.md: the wire example's hello frame is not what the harness sends; " + COMMAND
     ]
@@ -90,10 +90,10 @@ def test_the_wire_example_is_the_hello_the_harness_sends(texts, frame) -> None:
     )
     assert line is not None
     length = int.from_bytes(bytes.fromhex(line.group(1)), "little")
-    assert wire.HEADER.unpack(frame[:8]) == (wire.MAGIC, length) and len(frame) == 8 + length
+    assert codec.HEADER.unpack(frame[:8]) == (codec.MAGIC, length) and len(frame) == 8 + length
     shown = bytes.fromhex(line.group(3))
     assert frame.startswith(shown)
-    message = wire.decode(frame[8:])
+    message = codec.decode(frame[8:])
     assert line.group(2) == "m{" + ", ".join(f"{key}: {json.dumps(value)}" for key, value in message.items()) + "}"
     assert list(message) == ["type", "protocol", "suite"] and shown[8:13] == b"m" + len(message).to_bytes(4, "little")
 

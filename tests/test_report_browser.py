@@ -1,4 +1,4 @@
-"""The report pages in headless Chromium (conformance/report), driven by Playwright:
+"""The report pages in headless Chromium (elmo_conformance/pages), driven by Playwright:
 the page of a real run with failures and the dashboard of several real reports load with no
 console error and no request beyond the file itself; a failing cell opens to its message, spec
 sections and reproduce command; the filters hide passing rows; a hostile adapter's message stays
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from elmo_conformance.conformance.report import document
-from elmo_conformance.conformance.report.browser import BrowserUnavailable, Chromium, find_chromium
+from elmo_conformance.conformance import record
+from elmo_conformance.pages.browser import BrowserUnavailable, Chromium, find_chromium
 from tests.suite_runs import run_args_here
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,7 +77,7 @@ def raises_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Com
 def test_a_run_with_failures_writes_its_page_beside_its_json(raises_run) -> None:
     done, out = raises_run
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
-    report = document.load(out / "raises.json")  # checked against spec/schemas/report.schema.json
+    report = record.load(out / "raises.json")  # checked against spec/schemas/report.schema.json
     assert report["summary"]["failed"] > 0 and report["provenance"]["adapters"][0]["name"] == "raises"
     page = (out / "raises.html").read_text(encoding="utf-8")
     assert page == (out / "also.html").read_text(encoding="utf-8"), "--html writes the same page"
@@ -180,9 +180,9 @@ def several(raises_run, tmp_path_factory: pytest.TempPathFactory) -> tuple[subpr
     elsewhere = json.loads((out / "numpy.json").read_text(encoding="utf-8"))
     elsewhere["provenance"]["machine"]["host"] = "another-machine"
     elsewhere["provenance"]["commit"] = {"sha": "0123456789abcdef", "dirty": False}
-    document.write(elsewhere, out / "numpy-elsewhere.json")
+    record.write(elsewhere, out / "numpy-elsewhere.json")
     reports += [raises_out / "raises.json", out / "numpy-elsewhere.json"]
-    # A mutation report as conformance/mutants/stryker.py writes one: ids "<adapter>:<mutant id>".
+    # A mutation report as elmo_conformance/mutation/stryker.py writes one: ids "<adapter>:<mutant id>".
     mutants = [
         {"id": f"numpy:{mid}", "mutatorName": mid, "description": mid, "status": status}
         for mid, status in {"s01": "Killed", "s02": "Killed", "s09": "Timeout", "x-extra": "Survived"}.items()
@@ -194,7 +194,7 @@ def several(raises_run, tmp_path_factory: pytest.TempPathFactory) -> tuple[subpr
     }
     (out / "mutants").mkdir()
     (out / "mutants" / "mutation-report.json").write_text(json.dumps(stryker), encoding="utf-8")
-    command = [sys.executable, "-m", "elmo_conformance.conformance.report", "dashboard", *map(str, reports)]
+    command = [sys.executable, "-m", "elmo_conformance.pages", "dashboard", *map(str, reports)]
     command += ["--mutants", str(out / "mutants" / "mutation-report.json"), "--out", str(out / "dashboard.html")]
     return subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300), out
 

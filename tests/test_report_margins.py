@@ -1,4 +1,4 @@
-"""Tolerance margins (spec §10, conformance/report/margins.py): max |a - e| / (atol + rtol |e|),
+"""Tolerance margins (spec §10, conformance/margins.py): max |a - e| / (atol + rtol |e|),
 computed right on hand-made examples, and recorded by assert_close whether it passes or fails."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from elmo_conformance.adapters.loading import LoadedAdapter
+from elmo_conformance.conformance import margins
 from elmo_conformance.conformance.case import Case
 from elmo_conformance.conformance.checks import assert_close
-from elmo_conformance.conformance.loading import LoadedAdapter
-from elmo_conformance.conformance.report import margins
-from elmo_conformance.conformance.report.margins import MarginCollector, Tolerance, margin
+from elmo_conformance.conformance.margins import MarginCollector, Tolerance, margin
 
 Margin = Callable[[np.ndarray, np.ndarray, float, float], float]
 

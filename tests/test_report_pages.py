@@ -1,4 +1,4 @@
-"""The report pages without a browser (conformance/report): the JSON report's schema, a hostile
+"""The report pages without a browser (elmo_conformance/pages): the JSON report's schema, a hostile
 adapter's message shown as text, pages that load nothing, the dashboard's labels, pass counts and
 mutants, and the command that refuses a report that is not one."""
 
@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from elmo_conformance.conformance.report import dashboard, document, render
-from elmo_conformance.conformance.report.document import ReportError
+from elmo_conformance.conformance import record
+from elmo_conformance.conformance.record import ReportError
+from elmo_conformance.pages import dashboard, render
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = "<script>alert(1)</script>"
@@ -61,7 +62,7 @@ def made_report(name: str = "mine", message: str = "§3.4 Layers and padding\nbo
         result("test_table", None, "passed", ["8"]),
     ]
     margins = {name: {"float64": {"layers": margin(0.9), "mix": margin(0.0), "logits": margin(None, worst=HOSTILE)}}}
-    report = document.build(adapters, tests, 1, 1.5, margins, ["conformance", "--impl", f"{name}.py"])
+    report = record.build(adapters, tests, 1, 1.5, margins, ["conformance", "--impl", f"{name}.py"])
     if host:
         report["provenance"]["machine"]["host"] = host
     return report
@@ -69,7 +70,7 @@ def made_report(name: str = "mine", message: str = "§3.4 Layers and padding\nbo
 
 def test_a_built_report_matches_its_schema_and_a_broken_one_is_refused_by_name(tmp_path: Path) -> None:
     report = made_report()
-    assert document.problems(report) == []
+    assert record.problems(report) == []
     assert report["report_version"] == 2 and report["complete"] is True
     assert report["section_titles"] == {
         "3": "The biLM",
@@ -81,15 +82,15 @@ def test_a_built_report_matches_its_schema_and_a_broken_one_is_refused_by_name(t
     prov = report["provenance"]
     assert prov["suite_version"] and prov["spec_version"] == report["spec_version"]
     assert {"python", "numpy", "pytest"} <= set(prov["libraries"]) and prov["machine"]["cpu_count"]
-    path = document.write(report, tmp_path / "ok.json")
-    assert document.load(path)["tests"] == report["tests"]
+    path = record.write(report, tmp_path / "ok.json")
+    assert record.load(path)["tests"] == report["tests"]
 
     broken = json.loads(json.dumps(report))
     broken["tests"][1]["outcome"] = "exploded"
     del broken["margins"]
     (tmp_path / "broken.json").write_text(json.dumps(broken), encoding="utf-8")
     with pytest.raises(ReportError) as refused:
-        document.load(tmp_path / "broken.json")
+        record.load(tmp_path / "broken.json")
     text = str(refused.value)
     assert str(tmp_path / "broken.json") in text and "'margins' is a required property" in text
     assert "tests/1/outcome: 'exploded' is not one of" in text
@@ -108,7 +109,7 @@ def test_what_is_not_a_finished_runs_report_is_refused(tmp_path: Path, content: 
     path = tmp_path / "r.json"
     path.write_text(content, encoding="utf-8")
     with pytest.raises(ReportError, match=says) as refused:
-        document.load(path)
+        record.load(path)
     assert str(refused.value).startswith(f"{path}: ")
 
 
@@ -116,7 +117,7 @@ def test_a_version_1_report_is_still_read() -> None:
     old = {k: v for k, v in made_report().items() if k in ("suite", "spec_version", "adapters", "summary", "tests")}
     for test in old["tests"]:
         del test["reproduce"]
-    assert document.problems(old) == [] and document.version(old) == 1
+    assert record.problems(old) == [] and record.version(old) == 1
     page = render.run_page(old)
     assert "a version 1 report has no margins" in page and "test_padding" in page
 
@@ -193,7 +194,7 @@ def test_the_dashboard_keeps_one_adapter_from_two_machines_apart(tmp_path: Path)
     paths = []
     for i, (name, host) in enumerate([("mine", "alpha"), ("mine", "beta"), ("other", "alpha")]):
         path = tmp_path / f"r{i}.json"
-        document.write(made_report(name, host=host), path)
+        record.write(made_report(name, host=host), path)
         paths.append(path)
     results = dashboard.read(paths)
     assert [r.label for r in results] == ["mine @ alpha", "mine @ beta", "other"]
@@ -222,7 +223,7 @@ def stryker(adapter: str, statuses: dict[str, str], not_declared: tuple[str, ...
 
 def test_mutants_killed_per_implementation(tmp_path: Path) -> None:
     report = tmp_path / "r.json"
-    document.write(made_report("mine"), report)
+    record.write(made_report("mine"), report)
     statuses = {f"s{n:02}": "Killed" for n in range(1, 9)} | {"s09": "Timeout", "x-extra": "Survived"}
     mutants = tmp_path / "mutation-report.json"
     mutants.write_text(json.dumps(stryker("mine", statuses, ("s10",))), encoding="utf-8")
@@ -244,7 +245,7 @@ def test_a_report_of_generated_mutants_is_matched_by_impl_and_summed(tmp_path: P
     Timeout over those and Survived and NoCoverage: 2 of 3 here, RuntimeError and CompileError out
     of it); only the mutant the suite let through gets a row."""
     report = tmp_path / "r.json"
-    document.write(made_report("mine"), report)
+    record.write(made_report("mine"), report)
     statuses = {"a1": "Killed", "b2": "Timeout", "c3": "Survived", "d4": "RuntimeError", "e5": "CompileError"}
     mutants = [
         {"id": mid, "status": st, "description": f"mine.py:{n}:1  + -> -", "location": {}}
@@ -266,9 +267,9 @@ def test_a_report_of_generated_mutants_is_matched_by_impl_and_summed(tmp_path: P
 
 def test_the_command_writes_the_dashboard_and_refuses_a_bad_report(tmp_path: Path) -> None:
     good, bad = tmp_path / "good.json", tmp_path / "bad.json"
-    document.write(made_report(), good)
+    record.write(made_report(), good)
     bad.write_text(json.dumps({"suite": "elmo-conformance", "adapters": [], "summary": {}}), encoding="utf-8")
-    command = [sys.executable, "-m", "elmo_conformance.conformance.report", "dashboard"]
+    command = [sys.executable, "-m", "elmo_conformance.pages", "dashboard"]
     done = subprocess.run(
         [*command, str(good), "--out", str(tmp_path / "d.html")], cwd=ROOT, capture_output=True, text=True
     )
@@ -282,7 +283,7 @@ def test_the_command_writes_the_dashboard_and_refuses_a_bad_report(tmp_path: Pat
 
 
 def test_provenance_tolerates_no_checkout_and_no_git(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from elmo_conformance.conformance.report import provenance
+    from elmo_conformance.conformance import provenance
 
     assert provenance.git_commit(tmp_path) is None, "not a git checkout"
     monkeypatch.setenv("PATH", str(tmp_path))  # no git program at all

@@ -1,4 +1,4 @@
-"""The sandbox of code under test (elmo_conformance/sandbox.py, issue 29): bubblewrap, with the
+"""The sandbox of code under test (elmo_conformance/processes/sandbox.py, issue 29): bubblewrap, with the
 system read-only, its own working copy writable, a private /tmp, no network, its own PID
 namespace, a clean environment and limits. Each attack of the issue is a test here, run with the
 real `bwrap`; on a machine without it they are skipped, saying why (CI installs it, .ci/run)."""
@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 import elmo_conformance
-from elmo_conformance import sandbox
-from elmo_conformance.resources import child_environment, package_dir
+from elmo_conformance.ground.resources import child_environment, package_dir
+from elmo_conformance.processes import sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = ROOT / "tests" / "hostile"

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 import elmo_conformance
-from elmo_conformance import invocation, supervisor
-from elmo_conformance.resources import checkout_root, child_environment
+from elmo_conformance.ground.resources import checkout_root, child_environment
+from elmo_conformance.runner import invocation, supervisor
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN_ID = "0123abcd"

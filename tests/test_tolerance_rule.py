@@ -16,7 +16,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from elmo_conformance.conformance.spec import SPEC_DIR
+from elmo_conformance.spec.catalog import SPEC_DIR
 
 RULE = 3.0  # §10
 BUILTINS = {"numpy", "torch", "jax", "c"}  # §10: the built-in implementations the rule covers

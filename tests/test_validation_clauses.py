@@ -1,4 +1,4 @@
-"""§8 as clauses (spec/validation.json, conformance/clauses.py, conformance/bad_inputs.py): every
+"""§8 as clauses (spec/validation.json, spec/clauses.py, conformance/bad_inputs.py): every
 clause is sent from both sides, a bad input refused and its nearest valid input accepted; the
 clauses cover every kind of defect the protocol's arguments admit; the §8 list of clauses is
 rendered from them. Each check is shown failing on a copy with a clause removed, or on an adapter
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from elmo_conformance.conformance.bad_inputs import BAD, NEIGHBOURS, generated, unsent
-from elmo_conformance.conformance.clauses import clauses, implied_but_missing, validation
-from elmo_conformance.conformance.spec import checked
+from elmo_conformance.spec.catalog import checked
+from elmo_conformance.spec.clauses import clauses, implied_but_missing, validation
 from tests.suite_runs import run_suite_here
 
 ROOT = Path(__file__).resolve().parent.parent

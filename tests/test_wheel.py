@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 import elmo_conformance
-from elmo_conformance.resources import PLUGIN, SUBPACKAGES, spec_version
+from elmo_conformance.ground.resources import PLUGIN, SUBPACKAGES, spec_version
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES_ENV = "ELMO_FIXTURES_DIR"
@@ -286,7 +286,7 @@ def test_the_installed_mutate_generates_a_report_for_a_new_implementation(instal
     no mutant (tests/examples/outside_mix.py) gets mutants generated from its own file, run and
     reported, and its file is left as it was. Two chosen mutants and the tests that judge them keep
     it short: one the suite kills, one in a function nothing calls (NoCoverage)."""
-    from elmo_conformance.conformance.mutants.generate import generate
+    from elmo_conformance.mutation.generate import generate
 
     mine = installed.work / "mine_mix.py"
     shutil.copy(ROOT / "tests" / "examples" / "outside_mix.py", mine)
@@ -466,7 +466,7 @@ def _check_verdicts(done: subprocess.CompletedProcess, report: dict, expected: d
 
 
 def _choose(folder: Path, names: tuple[str, ...], wanted: dict[tuple[str, str], str]) -> list[str]:
-    from elmo_conformance.conformance.mutants.generate import generate
+    from elmo_conformance.mutation.generate import generate
 
     found = {
         (name, m.label().split("  ", 1)[1]): m.id for name in names for m in generate(folder / name, relative=name)

@@ -73,7 +73,7 @@ def _cache_root() -> Path:
     """build/ beside the sources in a checkout; the user's cache folder in an installed package
     (whose folder may be read-only, and is not the place for build products), or wherever the
     sources are read-only."""
-    from elmo_conformance.resources import checkout_root
+    from elmo_conformance.ground.resources import checkout_root
 
     local = HERE / "build"
     if checkout_root() is not None and os.access(local if local.is_dir() else HERE, os.W_OK):

@@ -8,8 +8,8 @@ import os
 
 os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 
-from .adapter import CudaAdapter  # noqa: E402  (after the environment variable)
-from .mutants import MUTANTS  # noqa: E402
+from elmo_conformance.adapters.cuda.adapter import CudaAdapter  # noqa: E402  (after the environment variable)
+from elmo_conformance.adapters.cuda.mutants import MUTANTS  # noqa: E402
 
 adapter = CudaAdapter()
 adapter.mutants = MUTANTS  # type: ignore[attr-defined]  # the catalog mutants of §13, declared as §11 allows

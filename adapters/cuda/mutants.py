@@ -10,9 +10,8 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from elmo_conformance.adapters.cuda.adapter import CudaAdapter
 from elmo_conformance.adapters.torch.mutants import MUTANTS as TORCH_MUTANTS
-
-from .adapter import CudaAdapter
 
 
 def on_cuda(torch_mutant: Any) -> type[CudaAdapter]:

@@ -3,8 +3,8 @@
 Importing this package enables JAX's x64 mode for the process (float64 needs it, §1.2).
 """
 
-from .adapter import JaxAdapter
-from .mutants import MUTANTS
+from elmo_conformance.adapters.jax.adapter import JaxAdapter
+from elmo_conformance.adapters.jax.mutants import MUTANTS
 
 adapter = JaxAdapter()
 adapter.mutants = MUTANTS  # type: ignore[attr-defined]  # the catalog mutants of §13, declared as §11 allows

@@ -42,9 +42,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from elmo_conformance.adapters.jax.elmo import BiLM, LinearProbe, ScalarMix
 from elmo_conformance.reference import validate
-
-from .elmo import BiLM, LinearProbe, ScalarMix
 
 Params = dict[str, np.ndarray]
 

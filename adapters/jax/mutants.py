@@ -22,11 +22,10 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
+from elmo_conformance.adapters.jax.adapter import JaxAdapter
+from elmo_conformance.adapters.jax.elmo import Array, BiLM, LinearProbe, ScalarMix, run
 from elmo_conformance.adapters.mutant_table import mutants_in
 from elmo_conformance.reference import validate
-
-from .adapter import JaxAdapter
-from .elmo import Array, BiLM, LinearProbe, ScalarMix, run
 
 
 class RawWeights(ScalarMix):

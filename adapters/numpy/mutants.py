@@ -31,10 +31,9 @@ import elmo_conformance.reference.loss
 import elmo_conformance.reference.probe  # noqa: F401  (reference.bilm, .loss, .probe below)
 from elmo_conformance import reference
 from elmo_conformance.adapters.mutant_table import mutants_in
+from elmo_conformance.adapters.numpy.adapter import NumpyAdapter
 from elmo_conformance.adapters.protocol import METHODS
 from elmo_conformance.reference import validate
-
-from .adapter import NumpyAdapter
 
 # `reference.scalar_mix` is the function (the package re-exports it), so take the module itself.
 _mix = importlib.import_module("elmo_conformance.reference.scalar_mix")

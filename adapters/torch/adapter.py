@@ -22,9 +22,9 @@ from typing import cast
 import numpy as np
 import torch
 
-from . import elmo
-from .elmo import BiLM, LinearProbe, ScalarMix
-from .validate import (
+from elmo_conformance.adapters.torch import elmo
+from elmo_conformance.adapters.torch.elmo import BiLM, LinearProbe, ScalarMix
+from elmo_conformance.adapters.torch.validate import (
     check_accuracy,
     check_bilm,
     check_fit,

@@ -102,11 +102,6 @@ class BiLM(nn.Module):
         self.load_state_dict(state)  # strict: a missing or extra name raises
         return self
 
-    def canonical_state(self) -> dict[str, np.ndarray]:
-        """The parameters as a §2.1 dictionary of NumPy copies."""
-        state = self.state_dict()
-        return {canonical_name(k): v.detach().cpu().numpy().copy() for k, v in state.items()}
-
     # -- the stacks (§3) --
 
     def layers(self, ids: Tensor, lengths: Tensor | None = None) -> list[Tensor]:

@@ -23,11 +23,10 @@ import torch
 from torch import Tensor
 
 from elmo_conformance.adapters.mutant_table import mutants_in
-
-from . import adapter as adapter_module
-from . import validate
-from .adapter import TorchAdapter
-from .elmo import IGNORE, BiLM, LinearProbe, ScalarMix
+from elmo_conformance.adapters.torch import adapter as adapter_module
+from elmo_conformance.adapters.torch import validate
+from elmo_conformance.adapters.torch.adapter import TorchAdapter
+from elmo_conformance.adapters.torch.elmo import IGNORE, BiLM, LinearProbe, ScalarMix
 
 
 class S01RawWeights(TorchAdapter):

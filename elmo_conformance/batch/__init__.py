@@ -22,7 +22,7 @@ from __future__ import annotations
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .__main__ import main as batch
+    from elmo_conformance.batch.__main__ import main as batch
 
     return batch(argv)
 

@@ -27,10 +27,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import grading as grading_
-from .executor import Cluster, ExecutorError, Outcome, cores
-from .jobs import Job
-from .records import (
+from elmo_conformance.batch import grading as grading_
+from elmo_conformance.batch.executor import Cluster, ExecutorError, Outcome, cores
+from elmo_conformance.batch.jobs import Job
+from elmo_conformance.batch.records import (
     KILLED_WORKER,
     LOST,
     PASS,
@@ -43,9 +43,9 @@ from .records import (
     write_batch,
     write_dashboard,
 )
-from .regrade import Cache
-from .regrade import key as cache_key
-from .submissions import SUBMISSIONS, resolve_all
+from elmo_conformance.batch.regrade import Cache
+from elmo_conformance.batch.regrade import key as cache_key
+from elmo_conformance.batch.submissions import SUBMISSIONS, resolve_all
 
 MUTANT_MODES = ("none", "declared", "generated")
 # Options of the suite's that the batch sets itself, per submission.
@@ -274,7 +274,7 @@ class Progress:
 def shards(size: int) -> list[list[str]]:
     if size <= 0:
         return [[]]
-    from elmo_conformance.conformance.spec import mutant_catalog
+    from elmo_conformance.spec.catalog import mutant_catalog
 
     ids = [entry["id"] for entry in mutant_catalog()]
     return [ids[i : i + size] for i in range(0, len(ids), size)]
@@ -282,7 +282,7 @@ def shards(size: int) -> list[list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(list(sys.argv[1:] if argv is None else argv))
-    from elmo_conformance import __version__
+    from elmo_conformance.ground.version import __version__
 
     started = time.monotonic()
     out: Path = args.out
@@ -291,12 +291,12 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         print(f"error: --out {out}: {exc.strerror or exc}", file=sys.stderr)
         return 2
-    from elmo_conformance import sandbox
-    from elmo_conformance.resources import suite_digest
+    from elmo_conformance.ground.resources import suite_digest
+    from elmo_conformance.processes import sandbox
 
     embedded = args.scheduler is None and args.scheduler_file is None
     if args.mutants == "generated" and embedded:  # the workers are this machine: its packages are theirs
-        from elmo_conformance.conformance.mutants.generate import EngineMissing, require_extra
+        from elmo_conformance.mutation.generate import EngineMissing, require_extra
 
         try:
             require_extra()
@@ -421,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
             return False
         report = entry["result"].get("report") if entry else None
         if summary.get("report") and isinstance(report, str):
-            from elmo_conformance.conformance.report.document import write_text
+            from elmo_conformance.conformance.record import write_text
 
             write_text(out / summary["report"], report)
         records[submission.name]["mutation"] = {**summary, "reused": True}
@@ -677,7 +677,7 @@ def write_grades(
 ) -> Path:
     """Each record's grade, from what its harness observed; DIR/grades.csv; with --export
     gradescope, DIR/submissions/NAME/results.json."""
-    from elmo_conformance.conformance.report.document import write_text
+    from elmo_conformance.conformance.record import write_text
 
     expected: dict[str, dict[str, Any]] = {}
     for result in results.values():  # the class's tests: the reference's run on a worker

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .jobs import Job, run_job
+from elmo_conformance.batch.jobs import Job, run_job
 
 # What `client.run` evaluates on each worker and the scheduler: the suite's version there, or why
 # it cannot be imported. A builtin (eval) with a string, so that nothing of this package has to be
@@ -184,7 +184,7 @@ class Cluster:
 
     def check_versions(self) -> None:
         """The scheduler and every worker must have this suite's version (ExecutorError if not)."""
-        from elmo_conformance import __version__
+        from elmo_conformance.ground.version import __version__
 
         found: dict[str, Any] = {}
         try:

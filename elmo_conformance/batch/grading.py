@@ -106,7 +106,7 @@ def _rule_json(rule: Rule) -> dict[str, Any]:
 def suite_tests() -> dict[str, tuple[str, ...]]:
     """Every test function of the suite -> the sections its ``@pytest.mark.spec`` names, read from
     the test files (conformance/test_*.py) without importing them."""
-    from elmo_conformance.resources import suite_dir
+    from elmo_conformance.ground.resources import suite_dir
 
     found: dict[str, tuple[str, ...]] = {}
     for path in sorted(suite_dir().glob("test_*.py")):
@@ -121,7 +121,7 @@ def suite_tests() -> dict[str, tuple[str, ...]]:
 
 
 def _spec_sections() -> dict[str, str]:
-    from elmo_conformance.conformance.spec import sections
+    from elmo_conformance.spec.catalog import sections
 
     return sections()
 

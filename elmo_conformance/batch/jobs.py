@@ -18,7 +18,7 @@ when a worker process dies its child processes keep running. So:
   every process that carries the id, including any that left its session, and removes the job's
   scratch folder (the submission's files). No process of a job outlives it.
 
-The submission's code runs in the sandbox (elmo_conformance/sandbox.py, docs/sandbox.md): its
+The submission's code runs in the sandbox (elmo_conformance/processes/sandbox.py, docs/sandbox.md): its
 build command and its mutation run each in one, the job's folder its only writable one; its
 adapter behind the protocol server or its program, started by the suite, in one of its own. In the
 sandbox's PID namespace every process of it ends with it, and it has no network: no route to the
@@ -51,10 +51,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from elmo_conformance import sandbox
-from elmo_conformance.resources import suite_digest
-
-from . import journal
+from elmo_conformance.batch import journal
+from elmo_conformance.ground.resources import suite_digest
+from elmo_conformance.processes import sandbox
 
 JOB_ENV = "ELMO_CONFORMANCE_BATCH_JOB"
 OUTPUT_TAIL = 20_000  # characters of a job's output shipped back
@@ -216,7 +215,7 @@ def _where() -> dict[str, Any]:
 
 def run_job(job: Job) -> dict[str, Any]:
     """Run one job and return its result (a plain dict; see ``records`` for how it is judged)."""
-    from elmo_conformance import __version__
+    from elmo_conformance.ground.version import __version__
 
     started = time.monotonic()
     job_id = job.job_id or uuid.uuid4().hex
@@ -249,7 +248,7 @@ def run_job(job: Job) -> dict[str, Any]:
         work = tmp / "submission"
         work.mkdir()
         if job.files is not None:
-            from .submissions import unpack
+            from elmo_conformance.batch.submissions import unpack
 
             unpack(job.files, work)
         env = _job_env(job, job_id)
@@ -425,7 +424,7 @@ def _suite(
 def _mutants(job: Job, work: Path, tmp: Path, env: dict[str, str], deadline_s: float) -> dict[str, Any]:
     """A mutation run on the submission: `elmo-conformance mutants` (declared mutants) or
     `elmo-conformance mutate` (generated), in a process group of its own."""
-    from elmo_conformance.resources import child_environment
+    from elmo_conformance.ground.resources import child_environment
 
     out = tmp / "mutants"
     command = [sys.executable, "-m", "elmo_conformance"]

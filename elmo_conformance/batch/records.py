@@ -28,9 +28,8 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from elmo_conformance.conformance.report.document import write_text
-
-from .submissions import BATCH_FILE, DASHBOARD_FILE, Submission
+from elmo_conformance.batch.submissions import BATCH_FILE, DASHBOARD_FILE, Submission
+from elmo_conformance.conformance.record import write_text
 
 PASS, FAIL, NO_TESTS, NOT_LOADED, HUNG, CRASHED, KILLED_WORKER, LOST = (
     "pass",
@@ -195,14 +194,14 @@ def judge_suite(record: dict[str, Any], outcome: Any, directory: Path, out: Path
     record["exit_status"] = status
     report = result.get("report")
     if isinstance(report, dict):
-        from elmo_conformance.conformance.report import document
+        from elmo_conformance.conformance import record as report_file
 
         record.update(outcomes(report.get("tests") or []))
-        document.write(report, directory / "report.json")
+        report_file.write(report, directory / "report.json")
         record["reports"]["json"] = (directory / "report.json").relative_to(out).as_posix()
         if report.get("complete") and not report.get("refused"):
             try:
-                from elmo_conformance.conformance.report import render
+                from elmo_conformance.pages import render
 
                 render.write(render.run_page(report), directory / "report.html")
                 record["reports"]["html"] = (directory / "report.html").relative_to(out).as_posix()
@@ -310,8 +309,8 @@ def summary_counts(records: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def write_batch(out: Path, records: list[dict[str, Any]], executor: dict[str, Any], options: dict[str, Any]) -> Path:
-    from elmo_conformance import __version__
-    from elmo_conformance.resources import spec_version
+    from elmo_conformance.ground.resources import spec_version
+    from elmo_conformance.ground.version import __version__
 
     data = {
         "batch_version": BATCH_VERSION,
@@ -353,19 +352,19 @@ def write_dashboard(
     out: Path, records: list[dict[str, Any]], executor: dict[str, Any], options: dict[str, Any]
 ) -> Path:
     """The class dashboard: a row per submission, linking its own page."""
-    from elmo_conformance import __version__
-    from elmo_conformance.conformance.report import render
-    from elmo_conformance.resources import spec_version
+    from elmo_conformance.ground.resources import spec_version
+    from elmo_conformance.ground.version import __version__
+    from elmo_conformance.pages import render
 
     columns = chapters(records)
     titles: dict[str, str] = {}
     try:
-        from elmo_conformance.conformance.spec import sections
+        from elmo_conformance.spec.catalog import sections
 
         titles = {k: v for k, v in sections().items() if k in columns}
     except Exception:
         pass
-    from .grading import number
+    from elmo_conformance.batch.grading import number
 
     rows = [
         {

@@ -19,7 +19,7 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-from .submissions import Submission
+from elmo_conformance.batch.submissions import Submission
 
 CACHE_DIR = "cache"
 CACHE_VERSION = 1
@@ -44,8 +44,8 @@ def content_hash(submission: Submission) -> str:
 def key(submission: Submission, options: dict[str, Any]) -> str:
     """The key of a submission's result: its content, the suite (version, installed files, spec
     version) and `options`."""
-    from elmo_conformance import __version__
-    from elmo_conformance.resources import spec_version, suite_digest
+    from elmo_conformance.ground.resources import spec_version, suite_digest
+    from elmo_conformance.ground.version import __version__
 
     material = {
         "cache_version": CACHE_VERSION,
@@ -77,7 +77,7 @@ class Cache:
         return data
 
     def put(self, key: str, entry: dict[str, Any]) -> None:
-        from elmo_conformance.conformance.report.document import write_text
+        from elmo_conformance.conformance.record import write_text
 
         self.folder.mkdir(parents=True, exist_ok=True)
         write_text(self.path(key), json.dumps({**entry, "key": key}) + "\n")

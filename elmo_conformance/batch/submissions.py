@@ -68,7 +68,7 @@ class Submission:
 
 @cache
 def schema() -> dict[str, Any]:
-    from elmo_conformance.resources import package_dir
+    from elmo_conformance.ground.resources import package_dir
 
     return json.loads((package_dir("spec") / "schemas" / SCHEMA).read_text(encoding="utf-8"))
 

@@ -29,7 +29,7 @@ It is the protocol server for the numpy adapter (so every answer is right) until
     restart-hangs      exits with status 3 during the call; a fresh process started after it
                        (the file $FAULTY_STATE exists) never answers hello
 
-The server it wraps is conformance/serve.py; only `call` is overridden. MARKER is put in the
+The server it wraps is adapters/wire/server.py; only `call` is overridden. MARKER is put in the
 command line of every process it starts, so that a test can look for survivors.
 """
 
@@ -45,8 +45,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout, when run as a script
 
-from elmo_conformance.conformance import wire  # noqa: E402
-from elmo_conformance.conformance.serve import Server  # noqa: E402
+from elmo_conformance.adapters.wire import codec  # noqa: E402
+from elmo_conformance.adapters.wire.server import Server  # noqa: E402
 
 
 class Faulty(Server):
@@ -84,7 +84,7 @@ class Faulty(Server):
                 super().call(request, sources)
                 return
             from elmo_conformance import reference
-            from elmo_conformance.conformance.protocol import protocol
+            from elmo_conformance.spec.protocol import protocol
 
             bound = request["args"]
             args, _ = protocol().functions["bilm_layers"].split_call(bound)
@@ -126,7 +126,7 @@ class Faulty(Server):
             os._exit(3)
         if mode == "huge-answer":
             count = 10**9
-            self.out.write(wire.MAGIC + struct.pack("<I", count + 5) + b"l" + struct.pack("<I", count) + b"n" * 65536)
+            self.out.write(codec.MAGIC + struct.pack("<I", count + 5) + b"l" + struct.pack("<I", count) + b"n" * 65536)
             self.out.flush()
             time.sleep(3600)
         if mode == "many-values":
@@ -138,7 +138,7 @@ class Faulty(Server):
             body += struct.pack("<I", 4) + b"type" + b"s" + struct.pack("<I", 6) + b"result"
             body += struct.pack("<I", 2) + b"id" + b"i" + struct.pack("<q", request["id"])
             body += struct.pack("<I", 5) + b"value" + array
-            self.out.write(wire.MAGIC + struct.pack("<I", len(body)) + body)
+            self.out.write(codec.MAGIC + struct.pack("<I", len(body)) + body)
             self.out.flush()
             return
         if mode == "garbage":
@@ -146,17 +146,17 @@ class Faulty(Server):
             self.out.flush()
             time.sleep(3600)
         if mode == "truncated":
-            data = wire.frame({"type": "result", "id": request["id"], "value": 1.0})
+            data = codec.frame({"type": "result", "id": request["id"], "value": 1.0})
             self.out.write(data[: len(data) // 2])
             self.out.flush()
             os._exit(0)
         if mode == "oversized":
-            self.out.write(wire.MAGIC + struct.pack("<I", 3 << 30))
+            self.out.write(codec.MAGIC + struct.pack("<I", 3 << 30))
             self.out.flush()
             time.sleep(3600)
         if mode == "undecodable":
             body = b"zzzz"
-            self.out.write(wire.MAGIC + struct.pack("<I", len(body)) + body)
+            self.out.write(codec.MAGIC + struct.pack("<I", len(body)) + body)
             self.out.flush()
             return
         if mode == "wrong-id":
