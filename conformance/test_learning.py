@@ -7,7 +7,7 @@ import pytest
 from elmo_conformance.conformance.case import Case
 from elmo_conformance.conformance.checks import fail
 from elmo_conformance.conformance.data import learning
-from elmo_conformance.reference.learning import evaluate, train
+from elmo_conformance.fixtures.experiment import evaluate, train
 
 pytestmark = pytest.mark.components("bilm", "probe")
 

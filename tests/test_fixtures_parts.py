@@ -132,7 +132,7 @@ def relative(paths: list[Path]) -> set[str]:
 
 def test_code_hashes_cover_what_a_generator_runs() -> None:
     learning = relative(code_files("fixtures/generate/learning.py"))
-    assert {"reference/bilm.py", "reference/lstm.py", "reference/learning.py", "fixtures/thresholds.py"} <= learning
+    assert {"reference/bilm.py", "reference/lstm.py", "fixtures/experiment.py", "fixtures/thresholds.py"} <= learning
     assert {"fixtures/store.py", "fixtures/generate/__init__.py", "fixtures/__init__.py"} <= learning
     # the oracle is independent of the reference, and its manifest entry says so
     assert not any(p.startswith("reference/") for p in relative(code_files("fixtures/generate/golden_bilm.py")))
@@ -151,11 +151,11 @@ def test_stale_code_names_each_changed_file() -> None:
     entry = committed_entry("learning_thresholds.tsv")
     current = code_hashes(entry["generator"])
     entry["code"] = dict(current, **{"reference/bilm.py": "0" * 64, "reference/gone.py": "1" * 64})
-    del entry["code"]["reference/learning.py"]
+    del entry["code"]["fixtures/experiment.py"]
     assert stale_code(entry) == [
         "reference/bilm.py changed",
         "reference/gone.py is no longer imported",
-        "reference/learning.py is newly imported",
+        "fixtures/experiment.py is newly imported",
     ]
     result = check_provenance(entry)
     assert result.status == WARN and "reference/bilm.py changed" in result.detail
