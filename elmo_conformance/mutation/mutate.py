@@ -10,7 +10,8 @@ run the same way (the control run: the clean copy, served or built as every muta
 when it ran past its deadline; Survived when its tests passed; NoCoverage when no test reaches
 it; CompileError when its build failed; RuntimeError when it could not be judged (the harness
 could not start it, or its run broke before a verdict); Ignored when the user marked it equivalent
-(equivalents.py) or its compiled program is the clean one's or another mutant's (programs.py). The score is killed and timed out of Killed + Timeout + Survived + NoCoverage:
+(equivalents.py), its compiled program is the clean one's or another mutant's (programs.py), or it
+changes only annotations that nothing evaluates or reads (inert.py). The score is killed and timed out of Killed + Timeout + Survived + NoCoverage:
 CompileError, RuntimeError and Ignored stay out of it (docs/mutation.md).
 
 Exit status: 0 when the mutants were judged (survivors are reported, not failed) and the score
@@ -59,6 +60,7 @@ from elmo_conformance.mutation.generate import (
     source_files,
 )
 from elmo_conformance.mutation.html import NpmUnavailable, write_html
+from elmo_conformance.mutation.inert import Inert, project_python_files
 from elmo_conformance.mutation.model import Baseline, MutantInfo, MutantRun
 from elmo_conformance.mutation.pool import WorkerStartError, run_jobs
 from elmo_conformance.mutation.reach import DEFINITIONS, EVERY, ONE, ProgramMap, program_reach, python_reach
@@ -557,11 +559,16 @@ class GeneratedPlan(Plan):
         tests = [t for t in tests if t.nodeid in passing]
         options = self.results.options
         immediate: list[tuple[MutantRun, bool]] = []
+        inert = Inert(project_python_files(self.target.template or self.target.root)) if self.target.python else None
         for mutant in self.mutants:
             marked = self.marked.get(mutant.id)
             if marked is not None:
                 reason = f"marked equivalent: {marked.reason}"
                 immediate.append((MutantRun(self.target.impl, mutant.id, "Ignored", reason=reason), False))
+                continue
+            inert_reason = inert.reason(mutant) if inert is not None else None
+            if inert_reason is not None:  # inert.py: an annotation nothing evaluates or reads
+                immediate.append((MutantRun(self.target.impl, mutant.id, "Ignored", reason=inert_reason), False))
                 continue
             key = self.keys[mutant.id] = Cache.key(mutant.id, mutant.replacement, self.context)
             entry = self.cache.get(key)
@@ -795,7 +802,8 @@ def summary_markdown(verdicts: list[Verdict], args: argparse.Namespace, problems
 
 def set_aside(verdicts: list[Verdict]) -> str:
     """What the Ignored mutants are: marked equivalent by the user, or set aside because their
-    compiled program is the clean one's or another mutant's (programs.py)."""
+    compiled program is the clean one's or another mutant's (programs.py), or because they change
+    only inert annotations (inert.py)."""
     kinds: Counter[str] = Counter()
     for v in verdicts:
         if v.status == "Ignored":
@@ -805,6 +813,7 @@ def set_aside(verdicts: list[Verdict]) -> str:
         "marked equivalent": "marked equivalent",
         "equivalent (compiled)": "the clean program, compiled",
         "duplicate (compiled)": "another mutant's program, compiled",
+        "equivalent (annotation only)": "annotation only",
     }
     return ", ".join(f"{names.get(kind, kind)} {n}" for kind, n in sorted(kinds.items()))
 
