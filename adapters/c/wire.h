@@ -18,7 +18,7 @@
 
 #define WIRE_MAGIC "ELMO"
 #define WIRE_MAX_FRAME ((size_t)1 << 30) /* 1 GiB (§15.7) */
-#define WIRE_MAX_DEPTH 64                /* values nested deeper are refused, as conformance/wire.py does */
+#define WIRE_MAX_DEPTH 64                /* values nested deeper are refused, as adapters/wire/codec.py does */
 #define WIRE_MAX_VALUES ((size_t)1 << 22) /* values in one frame; bounds the memory of decoding */
 
 /* Array dtypes (§15.3); the digit of the code is the item size. */
