@@ -73,6 +73,7 @@ from elmo_conformance.mutation.scratch import (
     UsageError,
     baseline_copy,
     build,
+    build_folders,
     check_root,
     copy_project,
     describe_copy,
@@ -893,6 +894,7 @@ def clean_copy(target: Target, scratch: Path, out: Path, build_timeout: float) -
     program = program_path(target, copy)
     if program is not None and program.exists():
         program.unlink()
+    before = {entry.name for entry in copy.iterdir()}
     try:
         build(target, copy, build_timeout)
         if program is not None and not program.exists():
@@ -903,7 +905,13 @@ def clean_copy(target: Target, scratch: Path, out: Path, build_timeout: float) -
         artifact = find_artifact(target, copy)
     except BuildFailed as exc:
         raise UsageError(f"--build fails on a clean copy of the project, so no mutant can be judged: {exc}") from None
-    done = replace(target, template=str(copy), build_timeout=build_timeout, artifact=artifact)
+    done = replace(
+        target,
+        template=str(copy),
+        build_timeout=build_timeout,
+        artifact=artifact,
+        build_dirs=build_folders(copy, before),
+    )
     return done, took, copied, project
 
 

@@ -12,7 +12,14 @@ left out (and counted).
 
 The run copies the root once (`scratch/clean`, built there when there is a `--build`); each mutant
 gets a copy of that clean copy with its one file changed, built when there is a build, and run
-from there: a Python implementation through overlay.py, which serves it with the copy's files in
+from there. The *build folders* (the folders the clean build made at the top of the copy: cargo's
+`target/`, a `build/`) are not copied for each mutant: each worker keeps its own, moved into the
+mutant's copy for its check and build and out again before its tests run (`scratch/kept/PID`), so
+an incremental build reuses what the worker's last build made (cargo's fingerprints, rustc's
+incremental cache) and no mutant's run can write into it; the program (and the files beside it)
+and the artifact are copied back into the copy. The files the kept folders were last built from
+that differ from the clean copy (the last mutant's file) are restored, and stamped newer than that
+build, so that a build that decides by times rebuilds them: a Python implementation through overlay.py, which serves it with the copy's files in
 place of the user's (its `__file__`, its working folder and its import path are the copy's); a
 program from the copy, with every word of its command that names a path inside the root mapped
 into the copy and the copy's folder as its working folder. The folders are removed when the
@@ -25,7 +32,6 @@ import json
 import os
 import shlex
 import shutil
-import signal
 import stat
 import subprocess
 import sys
@@ -41,6 +47,8 @@ from elmo_conformance.mutation.programs import CLEAN, claim, compiled
 
 OVERLAY = Path(__file__).resolve().parent / "overlay.py"
 REGISTRY = "programs"  # the run's folder of built artifacts by hash, beside the clean copy
+KEPT = "kept"  # the run's folder of each worker's build folders (KEPT/PID), beside the clean copy
+RECORD = "built-from.json"  # in KEPT/PID: what the kept build folders were last built from
 # A folder that holds one of these is a project's root (the nearest one above the sources wins).
 PROJECT_FILES = (
     "pyproject.toml",
@@ -61,6 +69,10 @@ PROJECT_FILES = (
 # A toolchain's homes a build reads (variable, folder under the home folder when it is not set):
 # the sandbox hides the home folders, so these are bound back read-only and named to the build.
 TOOLCHAIN_HOMES = (("RUSTUP_HOME", "rustup"), ("CARGO_HOME", "cargo"))
+# Set for every build of a run unless this process's environment sets it: cargo compiles
+# incrementally in release builds too (rustc reuses what the worker's kept `target/` holds; its
+# programs are the same bytes for the same sources, so compiled equivalence still holds).
+BUILD_DEFAULTS = {"CARGO_INCREMENTAL": "1"}
 # Never copied: hidden entries, bytecode and build outputs.
 SKIPPED_DIRS = {"__pycache__", "build", "dist", "target", "node_modules"}
 SKIPPED_SUFFIXES = (".pyc", ".pyo", ".o", ".obj", ".egg-info")
@@ -80,6 +92,11 @@ class BuildFailed(Exception):
     program: the mutant is a CompileError."""
 
 
+class BuildTimedOut(BuildFailed):
+    """The build or the check passed its deadline and was stopped: what it left half written
+    in the build folders is not reused."""
+
+
 @dataclass(frozen=True)
 class Target:
     """The implementation under mutation: how to run a mutant of it."""
@@ -95,6 +112,7 @@ class Target:
     build_timeout: float = 900.0  # seconds a mutant's build may take
     artifact: str | None = None  # what a build makes whose bytes decide the behaviour (programs.py)
     check: str | None = None  # a quick compile check of the mutated file before the build ({file})
+    build_dirs: tuple[str, ...] = ()  # the folders the clean build made in the copy: kept per worker
 
     def relative(self, file: str) -> str:
         """`file` named relative to the project root, with '/'."""
@@ -254,18 +272,35 @@ def prepare(target: Target, mutant: Generated | None, folder: Path) -> tuple[str
     --impl argument that runs it and the build's duration in seconds."""
     assert target.template is not None, "the clean copy is made before any mutant"
     copy_root = folder / "src"
-    shutil.copytree(target.template, copy_root, symlinks=True)
+    kept = set(target.build_dirs) if target.build and not target.python else set()
+    shutil.copytree(
+        target.template,
+        copy_root,
+        symlinks=True,
+        ignore=lambda where, names: kept & set(names) if where == target.template else set(),
+    )
+    changed = [target.relative(mutant.file)] if mutant is not None else []
     if mutant is not None:
         source = Path(mutant.file).read_text(encoding="utf-8")
-        write_mutant(copy_root, target.relative(mutant.file), mutant.apply(source))
-        if not target.python:
-            check(target, copy_root, target.relative(mutant.file), target.build_timeout)
+        write_mutant(copy_root, changed[0], mutant.apply(source))
     if target.python:
         return served(target, copy_root, folder), 0.0
     program = program_path(target, copy_root)
-    if target.build and program is not None and program.exists():
-        program.unlink()  # the build must make it: a stale copy would run the clean program
-    took = build(target, copy_root, target.build_timeout)
+    reusable = True
+    if kept:
+        take_build_folders(target, copy_root, changed)
+    try:
+        if mutant is not None:
+            check(target, copy_root, changed[0], target.build_timeout)
+        if target.build and program is not None and program.exists():
+            program.unlink()  # the build must make it: a stale copy would run the clean program
+        took = build(target, copy_root, target.build_timeout)
+    except BuildTimedOut:
+        reusable = False
+        raise
+    finally:
+        if kept:
+            keep_build_folders(target, copy_root, changed, reusable)
     if target.build and program is not None and not program.exists():
         raise BuildFailed(f"the build command exited 0 but did not produce the program {program.name}: {target.build}")
     if mutant is not None and target.artifact and target.template:
@@ -274,6 +309,88 @@ def prepare(target: Target, mutant: Generated | None, folder: Path) -> tuple[str
             raise BuildFailed(f"the build command exited 0 but did not make --artifact {target.artifact}")
         claim(Path(target.template).parent / REGISTRY, made, mutant.id)  # raises SameProgram
     return program_in(target, copy_root), took
+
+
+def build_folders(copy_root: Path, before: set[str]) -> tuple[str, ...]:
+    """The folders at the top of `copy_root` that its clean build made (not among `before`, the
+    entries the copy had before it): each worker keeps its own (take_build_folders)."""
+    return tuple(
+        sorted(
+            entry.name
+            for entry in copy_root.iterdir()
+            if entry.name not in before and entry.is_dir() and not entry.is_symlink()
+        )
+    )
+
+
+def _kept(target: Target) -> Path:
+    assert target.template is not None
+    return Path(target.template).parent / KEPT / str(os.getpid())
+
+
+def take_build_folders(target: Target, copy_root: Path, changed: list[str]) -> None:
+    """Move this worker's kept build folders into `copy_root` (the clean build's, copied, the
+    first time or when the last build could not be kept), and stamp the files they were last
+    built from that differ from the clean copy (restored here) and the mutated ones with a time
+    later than that build: a build that decides by times (make, cargo) rebuilds exactly those."""
+    assert target.template is not None
+    kept = _kept(target)
+    record = kept / RECORD
+    stale: list[str] = []
+    built = 0.0
+    try:
+        state = json.loads(record.read_text(encoding="utf-8"))
+        stale, built = [str(name) for name in state["changed"]], float(state["built"])
+        record.unlink()  # in use: a worker that dies before keeping them leaves nothing to reuse
+        usable = all((kept / name).is_dir() for name in target.build_dirs)
+    except (OSError, ValueError, KeyError, TypeError):
+        usable = False
+    for name in target.build_dirs:
+        if usable:
+            os.rename(kept / name, copy_root / name)
+        else:
+            shutil.copytree(Path(target.template) / name, copy_root / name, symlinks=True)
+    stamp = max(time.time(), built + 1.0)
+    for name in dict.fromkeys([*stale, *changed]) if usable or changed else ():
+        path = copy_root / name
+        if path.is_file() and not path.is_symlink():
+            os.utime(path, (stamp, stamp))
+
+
+def keep_build_folders(target: Target, copy_root: Path, changed: list[str], reusable: bool) -> None:
+    """After the check and the build: move the build folders out of `copy_root` into this
+    worker's keeping (or drop them when the build was stopped half way), then copy back the
+    files the mutant's run needs from them: the program and the files beside it, and the
+    artifact. No later mutant reuses anything this mutant's run writes."""
+    kept = _kept(target)
+    kept.mkdir(parents=True, exist_ok=True)
+    for name in target.build_dirs:
+        if (kept / name).exists():
+            shutil.rmtree(kept / name, ignore_errors=True)
+        if (copy_root / name).is_dir() and not (copy_root / name).is_symlink():
+            os.rename(copy_root / name, kept / name)
+    if not reusable:
+        for name in target.build_dirs:
+            shutil.rmtree(kept / name, ignore_errors=True)
+        return
+    (kept / RECORD).write_text(json.dumps({"changed": changed, "built": time.time()}), encoding="utf-8")
+    wanted: list[Path] = []
+    program = program_path(target, copy_root)
+    if program is not None:
+        beside = kept / os.path.relpath(program.parent, copy_root)
+        if _in_build_folders(target, os.path.relpath(program.parent, copy_root)) and beside.is_dir():
+            wanted += [entry for entry in beside.iterdir() if entry.is_file() and not entry.is_symlink()]
+    if target.artifact and _in_build_folders(target, target.artifact) and (kept / target.artifact).is_file():
+        wanted.append(kept / target.artifact)
+    for path in dict.fromkeys(wanted):
+        into = copy_root / os.path.relpath(path, kept)
+        into.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, into)
+
+
+def _in_build_folders(target: Target, relative: str) -> bool:
+    first = Path(relative).parts[0] if Path(relative).parts else ""
+    return first in target.build_dirs
 
 
 def find_artifact(target: Target, copy_root: Path) -> str | None:
@@ -427,7 +544,7 @@ def contained(command: str, copy_root: Path, timeout: float, what: str) -> float
         output.seek(0)
         text = output.read().decode("utf-8", errors="replace").strip()
     if code is None:
-        raise BuildFailed(f"the {what} command timed out after {timeout:.0f} s: {command}\n{clip(text)}")
+        raise BuildTimedOut(f"the {what} command timed out after {timeout:.0f} s: {command}\n{clip(text)}")
     if code != 0:
         raise BuildFailed(f"the {what} command exited with code {code}: {command}\n{clip(text)}")
     return time.perf_counter() - started
@@ -437,32 +554,30 @@ def build_command(command: str, copy_root: Path, extra: dict[str, str]) -> tuple
     """The command line and environment of a build in `copy_root`: in the sandbox where it runs
     (elmo_conformance/processes/sandbox.py; docs/mutation.md), with the copy its only writable folder, the
     folders of PATH and a Rust toolchain's homes readable, and a clean environment; otherwise
-    `sh -c COMMAND` with this process's environment."""
+    `sh -c COMMAND` with this process's environment. BUILD_DEFAULTS are set in both."""
     from elmo_conformance.processes import sandbox
 
     shell = ["/bin/sh", "-c", command]
+    defaults = {name: os.environ.get(name, value) for name, value in BUILD_DEFAULTS.items()}
     if not sandbox.active():
-        return shell, {**os.environ, **extra}
+        return shell, {**os.environ, **defaults, **extra}
     sandbox.announce()
     homes = {name: os.environ.get(name, os.path.expanduser(f"~/.{default}")) for name, default in TOOLCHAIN_HOMES}
     homes = {name: path for name, path in homes.items() if os.path.isdir(path)}
     on_path = [p for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.isabs(p) and os.path.isdir(p)]
     readable = (*on_path, *(os.path.realpath(p) for p in on_path), *homes.values())
     box = sandbox.Sandbox(writable=(str(copy_root),), readable=tuple(dict.fromkeys(readable)))
-    env = box.environment(os.environ, {**homes, **extra})
+    env = box.environment(os.environ, {**defaults, **homes, **extra})
     return box.command(shell, cwd=copy_root, env=env), env
 
 
 def end_tree(pid: int, marker: str) -> None:
     """End `pid` and every process it started: its session, its descendants, and whatever
-    carries its marker in its environment (adapters/wire/client.py's search)."""
-    from elmo_conformance.adapters.wire.client import _family, _signal_all
+    carries its marker in its environment (elmo_conformance/processes/kill.py)."""
+    from elmo_conformance.adapters.wire.client import MARKER_VARIABLE
+    from elmo_conformance.processes import kill
 
-    for _ in range(5):
-        family = _family(pid, marker)
-        if not _signal_all(pid, family, signal.SIGKILL) and not family:
-            return
-        time.sleep(0.05)
+    kill.end_family(pid, MARKER_VARIABLE, marker)
 
 
 def clip(text: str) -> str:
