@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from elmo_conformance.mutation.generate import Generated
-from elmo_conformance.mutation.inert import REASON, Inert, project_python_files
+from elmo_conformance.mutation.inert import EXPORTS_REASON, REASON, Inert, project_python_files
 
 ROOT = Path(__file__).resolve().parent.parent
 
-POSTPONED = '''from __future__ import annotations
+POSTPONED = """from __future__ import annotations
 
 import numpy as np
 
@@ -29,7 +29,7 @@ class Row:
 def scale(x: np.ndarray, factor: float = 2.0) -> np.ndarray:
     total: float = 0.0
     return x * factor + total
-'''
+"""
 
 EAGER = POSTPONED.replace("from __future__ import annotations\n", "")
 
@@ -79,7 +79,9 @@ def test_without_postponed_annotations_a_parameter_annotation_is_evaluated_and_r
     assert Inert([source]).reason(local) == REASON, "a local annotation is never evaluated, PEP 563 or not"
 
 
-@pytest.mark.parametrize("reader", ["typing.get_type_hints(scale)", "inspect.signature(scale)", "scale.__annotations__"])
+@pytest.mark.parametrize(
+    "reader", ["typing.get_type_hints(scale)", "inspect.signature(scale)", "scale.__annotations__"]
+)
 def test_a_project_that_reads_annotations_has_none_set_aside(tmp_path: Path, reader: str) -> None:
     source = tmp_path / "mix.py"
     source.write_text(POSTPONED, encoding="utf-8")
@@ -123,3 +125,30 @@ def test_the_references_annotation_mutants_are_set_aside_and_nothing_else() -> N
         assert m.line in headers | locals_annotated, f"{m.line}: {m.original!r} -> {m.replacement!r}"
     plain = [m for m in generated if m.line not in headers | locals_annotated]
     assert plain and all(inert.reason(m) is None for m in plain)
+
+
+EXPORTS = """from mix_core import scale, shift
+
+__all__ = ["scale", "shift"]
+"""
+
+
+@pytest.mark.parametrize(
+    ("replacement", "reason"),
+    [
+        ('__all__ = ["scale"]', EXPORTS_REASON),  # only what `import *` takes changes
+        ('__all__ = ["scale", "shift", "other"]', EXPORTS_REASON),
+        ('__all__ = ["scale"] + 1', None),  # raises at import: never set aside
+        ("__all__ = scale", None),
+        ("__al__ = []", None),  # another name
+    ],
+)
+def test_a_mutant_of_all_is_set_aside_only_while_nothing_star_imports(
+    tmp_path: Path, replacement: str, reason: str | None
+) -> None:
+    source = tmp_path / "mix.py"
+    source.write_text(EXPORTS, encoding="utf-8")
+    changed = mutant(source, 3, replacement)
+    assert Inert([source]).reason(changed) == reason, replacement
+    (tmp_path / "user.py").write_text("from mix import *\n")
+    assert Inert(project_python_files(tmp_path)).reason(changed) is None, "a star import reads __all__"

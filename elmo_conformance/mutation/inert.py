@@ -15,6 +15,10 @@ project whose Python sources name a reader of annotations (``INTROSPECTION``: ``
 ``__annotations__``, ``inspect.signature``, ``singledispatch``, pydantic, ...): there every
 annotation mutant runs as any other. Line numbers, comments and the layout are not compared.
 
+The same holds for a module's ``__all__``: it decides only what ``from module import *`` takes, so a
+mutant that changes only its value is set aside too ("equivalent (__all__ only)") when no Python
+file of the project star-imports or reads ``__all__`` (``EXPORTS_READERS``).
+
 Why it matters: a header line reaches every test that calls its function, so an annotation
 mutant of a function the whole suite calls ran the whole suite, and survived (docs/speed.md).
 ``--rerun ID`` still runs the suite on such a mutant.
@@ -30,6 +34,12 @@ from pathlib import Path
 from elmo_conformance.mutation.generate import Generated
 
 REASON = "equivalent (annotation only): it changes only annotations that no code evaluates or reads"
+EXPORTS_REASON = (
+    "equivalent (__all__ only): it changes only the names `from ... import *` takes, and nothing of the "
+    "project star-imports or reads __all__"
+)
+# What reads `__all__`: a star import, or the name anywhere but its own assignment.
+EXPORTS_READERS = re.compile(r"import\s+\*|__all__(?!\s*(?::[^=\n]*)?[+]?=)")
 # What reads annotations at run time: where the project's sources name one, no mutant is set aside.
 INTROSPECTION = re.compile(
     r"__annotations__|get_type_hints|get_annotations|singledispatch|\bsignature\b|pydantic|typeguard|beartype"
@@ -39,10 +49,12 @@ INTROSPECTION = re.compile(
 
 class _Strip(ast.NodeTransformer):
     """Removes the annotations that are never evaluated nor read: parameters' and returns' (only
-    under PEP 563), and variables' inside function bodies (always)."""
+    under PEP 563), and variables' inside function bodies (always); or the value of `__all__`."""
 
-    def __init__(self, postponed: bool) -> None:
-        self.postponed = postponed
+    def __init__(self, annotations: bool, postponed: bool, exports: bool) -> None:
+        self.annotations = annotations  # strip the inert annotations
+        self.postponed = postponed and annotations
+        self.exports = exports  # strip the value of a module-level `__all__`
         self.depth = 0  # how many function bodies we are in
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> ast.AST:
@@ -66,10 +78,24 @@ class _Strip(ast.NodeTransformer):
             node.annotation = None
         return self.generic_visit(node)
 
+    def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        names = [target.id for target in node.targets if isinstance(target, ast.Name)]
+        if self.exports and not self.depth and names == ["__all__"] and _names_only(node.value):
+            node.value = ast.Constant(None)  # a list of strings: evaluating it cannot fail
+            return node
+        return self.generic_visit(node)
+
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
-        if self.depth:  # a local variable's annotation (PEP 526): never evaluated
+        if self.depth and self.annotations:  # a local variable's annotation (PEP 526): never evaluated
             node.annotation = ast.Constant(None)
         return self.generic_visit(node)
+
+
+def _names_only(value: ast.expr) -> bool:
+    """A list or tuple display of string constants (what evaluating cannot make fail)."""
+    return isinstance(value, (ast.List, ast.Tuple)) and all(
+        isinstance(item, ast.Constant) and isinstance(item.value, str) for item in value.elts
+    )
 
 
 def _postponed(tree: ast.Module) -> bool:
@@ -81,13 +107,14 @@ def _postponed(tree: ast.Module) -> bool:
     )
 
 
-def _shape(source: str) -> str | None:
-    """The module's syntax tree without its inert annotations, as text; None if it does not parse."""
+def _shape(source: str, exports: bool = False) -> str | None:
+    """The module's syntax tree without its inert annotations (with `exports`: without the value
+    of its `__all__` instead), as text; None if it does not parse."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
-    return ast.dump(_Strip(_postponed(tree)).visit(tree))
+    return ast.dump(_Strip(not exports, _postponed(tree), exports).visit(tree))
 
 
 class Inert:
@@ -96,7 +123,8 @@ class Inert:
     once for readers of annotations."""
 
     def __init__(self, sources: Iterable[str | Path]) -> None:
-        self.readers: list[str] = []
+        self.readers: list[str] = []  # files that read annotations
+        self.export_readers: list[str] = []  # files that star-import or read __all__
         for path in sources:
             try:
                 text = Path(path).read_text(encoding="utf-8", errors="replace")
@@ -104,23 +132,30 @@ class Inert:
                 continue
             if INTROSPECTION.search(text):
                 self.readers.append(str(path))
-        self._originals: dict[str, tuple[str, str | None]] = {}  # file -> (text, shape)
+            if EXPORTS_READERS.search(text):
+                self.export_readers.append(str(path))
+        self._originals: dict[str, tuple[str, str | None, str | None]] = {}  # file -> (text, shapes)
 
     def reason(self, mutant: Generated) -> str | None:
-        """REASON when `mutant` changes only inert annotations, else None."""
-        if mutant.language != "python" or self.readers or mutant.original.strip() == mutant.replacement.strip():
+        """REASON when `mutant` changes only inert annotations, EXPORTS_REASON when it changes
+        only the value of an `__all__` nothing reads, else None."""
+        if mutant.language != "python" or mutant.original.strip() == mutant.replacement.strip():
             return None
         if mutant.file not in self._originals:
             try:
                 text = Path(mutant.file).read_text(encoding="utf-8")
             except (OSError, UnicodeDecodeError):
                 text = ""
-            self._originals[mutant.file] = (text, _shape(text) if text else None)
-        text, shape = self._originals[mutant.file]
+            self._originals[mutant.file] = (text, _shape(text) if text else None, _shape(text, True) if text else None)
+        text, shape, exported = self._originals[mutant.file]
         if shape is None:
             return None
-        mutated = _shape(mutant.apply(text))
-        return REASON if mutated is not None and mutated == shape else None
+        mutated = mutant.apply(text)
+        if not self.readers and _shape(mutated) == shape:
+            return REASON
+        if not self.export_readers and _shape(mutated, True) == exported:
+            return EXPORTS_REASON
+        return None
 
 
 SKIPPED_FOLDERS = {"__pycache__", "site-packages", "node_modules", "build", "dist"}
