@@ -815,6 +815,7 @@ def set_aside(verdicts: list[Verdict]) -> str:
         "equivalent (compiled)": "the clean program, compiled",
         "duplicate (compiled)": "another mutant's program, compiled",
         "equivalent (annotation only)": "annotation only",
+        "equivalent (__all__ only)": "__all__ only",
     }
     return ", ".join(f"{names.get(kind, kind)} {n}" for kind, n in sorted(kinds.items()))
 
