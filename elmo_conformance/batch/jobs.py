@@ -41,7 +41,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -52,8 +51,9 @@ from pathlib import Path
 from typing import Any
 
 from elmo_conformance.batch import journal
-from elmo_conformance.ground.resources import suite_digest
-from elmo_conformance.processes import sandbox
+from elmo_conformance.ground.resources import child_environment, suite_digest
+from elmo_conformance.processes import kill, sandbox
+from elmo_conformance.processes.guard import sweep
 
 JOB_ENV = "ELMO_CONFORMANCE_BATCH_JOB"
 OUTPUT_TAIL = 20_000  # characters of a job's output shipped back
@@ -64,38 +64,10 @@ THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"
 # A call the harness gave up on after --call-timeout (conformance/case.py's message): a time limit.
 CALL_TIMEOUT_TEXT = "s (--call-timeout)"
 
-# The guard: waits for its stdin to close (the job ended, or the worker process died), then kills
-# every process whose environment carries JOB_ENV=<id>, until none is left, and removes the job's
-# scratch folder.
-GUARD = r"""
-import os, shutil, signal, sys, time
-marker = ("%s=%s" % (sys.argv[1], sys.argv[2])).encode()
-sys.stdin.buffer.read()
-def marked():
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit() or int(entry) == os.getpid():
-            continue
-        try:
-            with open("/proc/%s/environ" % entry, "rb") as handle:
-                if marker in handle.read().split(b"\0"):
-                    found.append(int(entry))
-        except OSError:
-            pass
-    return found
-for _ in range(200):
-    pids = marked()
-    if not pids:
-        break
-    for pid in pids:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except OSError:
-            pass
-    time.sleep(0.05)
-if len(sys.argv) > 3:
-    shutil.rmtree(sys.argv[3], ignore_errors=True)
-"""
+# The guard (elmo_conformance/processes/guard.py): waits for its stdin to close (the job ended, or
+# the worker process died), then kills every process whose environment carries JOB_ENV=<id>, until
+# none is left, and removes the job's scratch folder. -P: never a module of the working folder.
+GUARD = [sys.executable, "-P", "-m", "elmo_conformance.processes.guard"]
 
 
 @dataclass
@@ -142,9 +114,10 @@ class Guard:
     """The guard process of one job (see the module's docstring)."""
 
     def __init__(self, job_id: str, scratch: Path | None = None) -> None:
-        env = {k: v for k, v in os.environ.items() if k != JOB_ENV}
+        self.job_id, self.scratch = job_id, scratch
+        env = child_environment({k: v for k, v in os.environ.items() if k != JOB_ENV})  # this copy of the suite
         self.process = subprocess.Popen(
-            [sys.executable, "-c", GUARD, JOB_ENV, job_id, *([str(scratch)] if scratch else [])],
+            [*GUARD, JOB_ENV, job_id, *([str(scratch)] if scratch else [])],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -158,10 +131,12 @@ class Guard:
             if self.process.stdin is not None:
                 self.process.stdin.close()
         try:
-            self.process.wait(timeout=30)
+            code = self.process.wait(timeout=30)
         except subprocess.TimeoutExpired:
             self.process.kill()
-            self.process.wait()
+            code = self.process.wait()
+        if code != 0:  # it could not run (or was killed): what it would have done, done here
+            sweep(JOB_ENV, self.job_id, str(self.scratch) if self.scratch else None)
 
 
 def run_group(
@@ -194,10 +169,7 @@ def run_group(
         except subprocess.TimeoutExpired:
             code = None
         finally:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.kill()
-            process.wait()
+            kill.end_group(process)
         text = read_tail(output)
     return code, text, time.monotonic() - started
 
