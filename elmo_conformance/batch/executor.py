@@ -1,11 +1,11 @@
 """Where a batch's jobs run: a Dask distributed cluster, embedded (a ``LocalCluster`` of worker
 processes on 127.0.0.1, the default) or an existing one (``--scheduler tcp://HOST:PORT`` or
-``--scheduler-file PATH``), through the same code path.
+``--scheduler-file PATH``), through the same code path: the executor's client
+(elmo_conformance.executor.cluster: the connection, the options' validation, the version check on
+the scheduler and every worker), with the batch's queue on top.
 
 What this module handles, because Dask does not:
 
-- The suite's version is checked on the scheduler and on every worker when the client connects:
-  the scheduler unpickles the jobs and the workers run them, so both need this elmo-conformance.
 - The queue stays here, on the client: the cluster is handed no more jobs than it has worker
   threads, and more as jobs finish. A worker's death counts against every task assigned to it, so
   a job queued behind a job that kills its worker would otherwise be blamed too.
@@ -21,9 +21,7 @@ What this module handles, because Dask does not:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import logging
 import os
 import time
 import uuid
@@ -33,26 +31,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from elmo_conformance.batch.jobs import Job, run_job
+from elmo_conformance.executor import cluster
+from elmo_conformance.executor.cluster import NO_WORKERS_S, VERSION_PROBE, ExecutorError, cores
 
-# What `client.run` evaluates on each worker and the scheduler: the suite's version there, or why
-# it cannot be imported. A builtin (eval) with a string, so that nothing of this package has to be
-# unpickled there for the check itself.
-VERSION_PROBE = (
-    "(lambda il: (lambda spec: __import__('elmo_conformance').__version__ if spec else "
-    "'not installed')(il.util.find_spec('elmo_conformance')))(__import__('importlib.util'))"
-)
-NO_WORKERS_S = 120.0  # a cluster with no worker this long cannot run the batch
-
-
-class ExecutorError(RuntimeError):
-    """The batch cannot run on this cluster (cannot connect, another suite version, no workers)."""
-
-
-def cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
+__all__ = ["VERSION_PROBE", "Attempt", "Cluster", "ExecutorError", "Outcome", "cores"]
 
 
 @dataclass
@@ -81,132 +63,8 @@ class Outcome:
     ids: list[str] = field(default_factory=list)  # each try's job id (the JOB_ENV its processes carried)
 
 
-class Cluster:
-    """A Dask client on an embedded LocalCluster or an existing cluster (a context manager)."""
-
-    def __init__(
-        self,
-        scheduler: str | None = None,
-        scheduler_file: str | None = None,
-        workers: int | None = None,
-        dashboard: bool = True,
-        say: Callable[[str], None] = print,
-    ) -> None:
-        self.scheduler, self.scheduler_file = scheduler, scheduler_file
-        self.workers = workers or cores()
-        self.dashboard = dashboard
-        self.say = say
-        self.cluster: Any = None
-        self.client: Any = None
-        self.stack = contextlib.ExitStack()
-
-    @property
-    def embedded(self) -> bool:
-        return self.scheduler is None and self.scheduler_file is None
-
-    def __enter__(self) -> Cluster:
-        try:
-            import dask
-            from distributed import Client, LocalCluster
-        except ImportError as exc:
-            raise ExecutorError(
-                f"the batch runs on Dask distributed, which is not installed ({exc}): "
-                "pip install 'elmo-conformance[dask]'"
-            ) from None
-        try:
-            if self.embedded:
-                self.stack.enter_context(dask.config.set({"distributed.scheduler.allowed-failures": 0}))
-                self.cluster = self.stack.enter_context(
-                    LocalCluster(
-                        n_workers=self.workers,
-                        threads_per_worker=1,
-                        processes=True,
-                        host="127.0.0.1",
-                        dashboard_address="127.0.0.1:0" if self.dashboard else None,
-                        silence_logs=logging.CRITICAL,
-                    )
-                )
-                self.client = self.stack.enter_context(Client(self.cluster, set_as_default=False))
-            else:
-                target = {"scheduler_file": self.scheduler_file} if self.scheduler_file else {"address": self.scheduler}
-                self.client = self.stack.enter_context(Client(**target, timeout="30s", set_as_default=False))
-                self.client.wait_for_workers(1, timeout=NO_WORKERS_S)
-        except ExecutorError:
-            self.stack.close()
-            raise
-        except Exception as exc:
-            self.stack.close()
-            where = self.scheduler or self.scheduler_file or "the embedded cluster"
-            raise ExecutorError(
-                f"cannot start or reach the Dask cluster ({where}): {type(exc).__name__}: {exc}"
-            ) from None
-        try:
-            self.check_versions()
-        except BaseException:
-            self.stack.close()
-            raise
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stack.close()
-
-    # ------------------------------------------------------------------ what the cluster is
-
-    @property
-    def address(self) -> str:
-        return self.client.scheduler.address
-
-    @property
-    def dashboard_link(self) -> str | None:
-        if self.embedded and not self.dashboard:
-            return None
-        with contextlib.suppress(Exception):
-            return self.client.dashboard_link
-        return None
-
-    def threads(self) -> dict[str, int]:
-        """worker address -> threads."""
-        try:
-            return dict(self.client.nthreads())
-        except Exception:
-            return {}
-
-    def describe(self) -> dict[str, Any]:
-        threads = self.threads()
-        return {
-            "engine": "dask.distributed",
-            "kind": "embedded LocalCluster" if self.embedded else "cluster",
-            "scheduler": self.address,
-            "dashboard": self.dashboard_link,
-            "workers": len(threads),
-            "threads": sum(threads.values()),
-        }
-
-    def check_versions(self) -> None:
-        """The scheduler and every worker must have this suite's version (ExecutorError if not)."""
-        from elmo_conformance.ground.version import __version__
-
-        found: dict[str, Any] = {}
-        try:
-            found["scheduler " + self.address] = self.client.run_on_scheduler(eval, VERSION_PROBE)
-        except Exception as exc:
-            found["scheduler " + self.address] = exc
-        for worker, version in self.client.run(eval, VERSION_PROBE, on_error="return").items():
-            found["worker " + worker] = version
-        wrong = {where: version for where, version in found.items() if version != __version__}
-        if wrong:
-            lines = [
-                f"  {where}: {v if isinstance(v, str) else type(v).__name__ + ': ' + str(v)}"
-                for where, v in sorted(wrong.items())
-            ]
-            raise ExecutorError(
-                f"elmo-conformance {__version__} is needed on the scheduler and every worker, and is not on:\n"
-                + "\n".join(lines)
-                + f"\ninstall it there (the same version): pip install 'elmo-conformance[dask]=={__version__}' "
-                "or the wheel (pip install elmo_conformance-*.whl; for workers already running, "
-                "client.register_plugin(distributed.diagnostics.plugin.PipInstall([...])) installs it on each), "
-                "then start the batch again"
-            )
+class Cluster(cluster.Cluster):
+    """The executor's Dask client (elmo_conformance.executor.cluster), with the batch's queue."""
 
     # ------------------------------------------------------------------ running jobs
 
