@@ -11,6 +11,10 @@ mutmut and cosmic-ray). Its rules are used as they are; what is added here:
 - a Python mutant that does not compile is dropped, and so is one whose bytecode equals the
   original's or an earlier mutant's (redundant: the same program, as universalmutator's own Python
   handler decides); a mutant of another language is kept and the build decides (CompileError);
+- for Rust, the rules and the kinds of mutant (rust_kind) that measurably make only mutants that
+  do not compile or that compile to the clean program or another mutant's (SET_ASIDE,
+  SET_ASIDE_KINDS; measured by bench/rust_rules.py, docs/mutation.md, "Rules set aside for Rust")
+  are set aside: not generated, counted by rule or kind for the run's report;
 - each mutant gets a stable id from its file, line and new text, so that a re-run finds it again.
 """
 
@@ -25,7 +29,9 @@ import os
 import re
 import tokenize
 import warnings
+from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 # File extension -> universalmutator's language (its own table, genmutants.py).
@@ -46,6 +52,12 @@ LANGUAGES = {
     ".r": "r",
 }
 _IMPORT = re.compile(r"\s*(import\s|from\s+\S+\s+import\s)")
+# A Rust line that declares rather than computes (rust_declaration).
+_RUST_DECLARATIONS = (
+    ("a `use` declaration", re.compile(r"\s*(pub(\([^)]*\))?\s+)?use\s")),
+    ("a `mod` declaration", re.compile(r"\s*(pub(\([^)]*\))?\s+)?mod\s+\w+\s*;")),
+    ("an attribute", re.compile(r"\s*#!?\[")),
+)
 C_LIKE = ("c", "cpp", "java", "javascript", "rust", "go", "swift")
 
 
@@ -148,6 +160,135 @@ def language_of(path: Path) -> str | None:
     return LANGUAGES.get(path.suffix.lower())
 
 
+# Rules (universalmutator's "lhs ==> rhs") that make, in the language, no mutant worth running:
+# every one measured did not compile, or compiled to the clean program or to another mutant's.
+SET_ASIDE: dict[str, dict[str, str]] = {
+    "rust": {},
+}
+# Kinds of mutant (rust_kind: the kind of line, or where a rule applies) set aside in the
+# language, for the same reason.
+OUTSIDE_LOOPS = "`break;` or `continue;` after a line outside every loop"
+MATCH_ARROW = "the `>` of a match arm's `=>`"
+MACRO_BANG = "the `!` of a macro call dropped"
+BORROW_BAR = "a borrow's `&` as `|`"
+USE = "a `use` declaration"
+SET_ASIDE_KINDS: dict[str, frozenset[str]] = {
+    "rust": frozenset({OUTSIDE_LOOPS, MATCH_ARROW, MACRO_BANG, BORROW_BAR, USE}),
+}
+# A word before `&` after which it can only be a borrow (`for &x in &xs`, `return &y`).
+_PREFIX_WORDS = {"for", "in", "return", "let", "match", "if", "while", "else", "mut", "move", "ref", "break"}
+_LOOP_JUMPS = (r"(^\s*)(\S+.*)\n ==> \1\2\n\1break;\n", r"(^\s*)(\S+.*)\n ==> \1\2\n\1continue;\n")
+_LOOP_HEAD = re.compile(r"^\s*(?:'\w+\s*:\s*)?(?:for|while|loop)\b")
+_CLOSURE_HEAD = re.compile(r"(?:\|[^|]*\||\|\|)\s*(?:->\s*[^{]*)?$|\b(?:async|move)\s*$")
+_FN_HEAD = re.compile(r"\bfn\b")
+
+
+def _blank_rust(text: str) -> str:
+    """`text` with its comments, strings and character literals blanked (newlines kept)."""
+    out = re.sub(r"/\*.*?\*/|//[^\n]*", lambda m: re.sub(r"[^\n]", " ", m.group()), text, flags=re.S)
+    out = re.sub(r'b?r(#*)".*?"\1', lambda m: re.sub(r"[^\n]", " ", m.group()), out, flags=re.S)
+    out = re.sub(r'b?"(?:\\.|[^"\\])*"', lambda m: re.sub(r"[^\n]", " ", m.group()), out, flags=re.S)
+    return re.sub(r"'(?:\\.|[^'\\\n])'", "' '", out)
+
+
+@lru_cache(maxsize=64)
+def rust_outside_loops(text: str) -> frozenset[int]:
+    """The lines of a Rust source at whose end no loop (`for`, `while`, `loop`) encloses the point,
+    or only one outside the function or closure that does: a `break;` or `continue;` inserted
+    after such a line does not compile (E0268)."""
+    source = _blank_rust(text)
+    stack: list[str] = []  # the kind of each open block: "loop", "fn" (a function or closure), "block"
+    outside: set[int] = set()
+    head_start = 0
+    line = 1
+    for i, ch in enumerate(source):
+        if ch == "{":
+            head = source[head_start:i]
+            if _LOOP_HEAD.search(head):
+                stack.append("loop")
+            elif _FN_HEAD.search(head) or _CLOSURE_HEAD.search(head.rstrip()):
+                stack.append("fn")
+            else:
+                stack.append("block")
+            head_start = i + 1
+        elif ch == "}":
+            if stack:
+                stack.pop()
+            head_start = i + 1
+        elif ch == ";":
+            head_start = i + 1
+        elif ch == "\n":
+            if not any(kind == "loop" for kind in stack[len(stack) - _innermost_fn(stack) :]):
+                outside.add(line)
+            line += 1
+    if not any(kind == "loop" for kind in stack[len(stack) - _innermost_fn(stack) :]):
+        outside.add(line)
+    return frozenset(outside)
+
+
+def _innermost_fn(stack: list[str]) -> int:
+    """How many of the innermost blocks lie inside the innermost function or closure."""
+    for depth, kind in enumerate(reversed(stack)):
+        if kind == "fn":
+            return depth
+    return len(stack)
+
+
+def rust_kind(mutant: Generated, text: str) -> str | None:
+    """What kind of Rust mutant this is, where that decides whether it can compile: a mutant of a
+    declaration's line (rust_declaration), a `break;` or `continue;` after a line outside every
+    loop, a change of the `>` of a match arm's `=>`; or None. `text`: the file's source."""
+    kind = rust_declaration(mutant.original)
+    if kind is not None:
+        return kind
+    if mutant.rule in _LOOP_JUMPS and mutant.line in rust_outside_loops(text):
+        return OUTSIDE_LOOPS
+    before, after = mutant.original, mutant.replacement
+    at = next((i for i, (a, b) in enumerate(zip(before, after)) if a != b), None)
+    if at is None:
+        return None
+    if mutant.rule.startswith("([^-])> ==>") and before[at] == ">" and at > 0 and before[at - 1] == "=":
+        return MATCH_ARROW
+    if mutant.rule == "! ==>" and before[at] == "!" and re.match(r"\w", before[at - 1 : at] or " "):
+        if re.match(r"!\s*[(\[{]", before[at:]):
+            return MACRO_BANG  # `format!(` as `format(`: a macro is not a function
+    if mutant.rule.startswith("([^&])&([^&]) ==>") and before[at] == "&" and after[at] == "|":
+        left = before[:at].rstrip()
+        word = re.search(r"(\w+)$", left)
+        if not left or left[-1] in "([{,;=:<!|&*+-/%>" or (word is not None and word.group(1) in _PREFIX_WORDS):
+            return BORROW_BAR  # `&x` as `|x`: a closure's bar where an operand belongs
+    return None
+
+
+def aside_key(mutant: Generated, text: str) -> str:
+    """How a set-aside mutant is counted: its kind when that kind is set aside, else its rule."""
+    kind = rust_kind(mutant, text) if mutant.language == "rust" else None
+    if kind is not None and kind in SET_ASIDE_KINDS.get(mutant.language, ()):
+        return kind
+    return f"rule {mutant.rule}"
+
+
+def describe_aside(aside: Counter[str]) -> str:
+    """One line for a run's report: how many mutants were set aside, and by what."""
+    parts = ", ".join(f"{key} {n}" for key, n in sorted(aside.items(), key=lambda kv: (-kv[1], kv[0])))
+    return (
+        f"{sum(aside.values())} mutants set aside, not run (rules and kinds of mutant that make none worth "
+        f"running in their language; docs/mutation.md, Rules set aside for Rust): {parts}"
+    )
+
+
+def _set_aside(mutant: Generated, text: str) -> bool:
+    if mutant.rule in SET_ASIDE.get(mutant.language, {}):
+        return True
+    kinds = SET_ASIDE_KINDS.get(mutant.language, frozenset())
+    return bool(kinds) and mutant.language == "rust" and rust_kind(mutant, text) in kinds
+
+
+def rust_declaration(line: str) -> str | None:
+    """What kind of Rust declaration `line` is (a `use` or `mod` declaration, an attribute), or None."""
+    return next((kind for kind, pattern in _RUST_DECLARATIONS if pattern.match(line)), None)
+
+
 def _rules(language: str) -> list[str]:
     require_extra()
     import universalmutator
@@ -201,9 +342,13 @@ def _mutant_id(relative: str, original: str, replacement: str, occurrence: int) 
     return hashlib.sha256(text.encode()).hexdigest()[:10]
 
 
-def generate(path: Path, relative: str | None = None, check: bool = True) -> list[Generated]:
+def generate(
+    path: Path, relative: str | None = None, check: bool = True, aside: Counter[str] | None = None
+) -> list[Generated]:
     """universalmutator's mutants of one file, in line order; [] for a language it does not know.
-    `check`: drop Python mutants that do not compile or are redundant (see the module docstring)."""
+    `check`: drop Python mutants that do not compile or are redundant, and the mutants of the rules
+    and lines set aside for the language (see the module docstring), each counted in `aside`
+    (by aside_key) when it is given; without `check`, every mutant of the engine's rules."""
     language = language_of(path)
     if language is None:
         return []
@@ -237,6 +382,11 @@ def generate(path: Path, relative: str | None = None, check: bool = True) -> lis
             language,
         )
         if mutant.id in ids or mutant.replacement == mutant.original:
+            continue
+        if check and _set_aside(mutant, source):
+            if aside is not None:
+                aside[aside_key(mutant, source)] += 1
+            ids.add(mutant.id)
             continue
         if original is not None:
             compiled = _bytecode(mutant.apply(source), str(path))
