@@ -198,6 +198,27 @@ def test_ending_a_family_ends_every_process_the_root_started_marked_orphans_incl
         assert started.root.poll() is not None or started.root.wait(10) == -signal.SIGKILL
 
 
+def test_ending_a_family_looks_again_while_its_root_lives_and_stops_once_nothing_is_found(monkeypatch):
+    process = subprocess.Popen(SLEEPER, start_new_session=True)
+    looks: list[int] = []
+    find = tree.family
+    monkeypatch.setattr(tree, "family", lambda *args: looks.append(args[0]) or find(*args))
+    try:
+        states = iter([True, True, False])  # the root seen alive twice (a fork could race its death)
+        monkeypatch.setattr(kill, "alive", lambda pid: next(states))
+        kill.end_family(process.pid, VARIABLE, uuid.uuid4().hex, pause=0.0)
+        assert looks == [process.pid] * 3
+        assert process.wait(10) == -signal.SIGKILL
+        monkeypatch.undo()
+        monkeypatch.setattr(tree, "family", lambda *args: looks.append(args[0]) or find(*args))
+        looks.clear()
+        kill.end_family(process.pid, VARIABLE, uuid.uuid4().hex)  # reaped, nothing of it left: one look
+        assert looks == [process.pid]
+    finally:
+        process.kill()
+        process.wait()
+
+
 def test_kill_descendants_ends_the_tree_below_not_the_root_nor_an_orphan(tmp_path, value):
     with Tree(tmp_path, value) as started:
         signalled = set(kill.kill_descendants(started.root.pid))

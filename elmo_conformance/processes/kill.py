@@ -59,13 +59,20 @@ def end_family(
     """SIGKILL `root`'s process group and every process of its family (``tree.family``: its
     descendants, group, session and the processes marked `variable=value`), found again each
     round (those it starts while it dies), with those of `family` seen before, until a round finds
-    none and reaches no group, or `rounds` have passed."""
+    none of them alive and `root` itself has ended (or was reaped), or `rounds` have passed."""
     known: dict[int, int] = {} if family is None else family
     for _ in range(rounds):
         known.update(tree.family(root, variable, value))
-        if not signal_family(root, known, signal.SIGKILL) and not known:
+        signal_family(root, known, signal.SIGKILL)
+        if not known and not alive(root):
             return
         time.sleep(pause)
+
+
+def alive(pid: int) -> bool:
+    """Whether process `pid` is there and has not ended (a zombie has)."""
+    found = tree.stat(pid)
+    return found is not None and not found.zombie
 
 
 def end_group(process: subprocess.Popen) -> int:
