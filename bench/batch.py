@@ -29,6 +29,8 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from elmo_conformance.processes import kill
+
 SUBMISSION = """from elmo_conformance.adapters.numpy import NumpyAdapter
 
 
@@ -104,14 +106,11 @@ def dask_cluster(
         yield scheduler_file
     finally:
         for process in started:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
+            kill.signal_group(process.pid, signal.SIGTERM)
         for process in started:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.wait(timeout=10)
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+            kill.end_group(process)
 
 
 def make_submissions(folder: Path, n: int) -> list[Path]:

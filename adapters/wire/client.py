@@ -32,7 +32,7 @@ import jsonschema
 
 from elmo_conformance.adapters.wire import codec
 from elmo_conformance.ground.version import __version__
-from elmo_conformance.processes import sandbox
+from elmo_conformance.processes import kill, sandbox, tree
 from elmo_conformance.spec.catalog import SPEC_DIR
 from elmo_conformance.spec.protocol import Function, expected_result_bytes, protocol
 
@@ -228,7 +228,7 @@ class Connection:
         self.pending = bytearray()  # bytes read past the end of the last frame
         self.stderr = _StderrTail(self.process.stderr)
         self.timeout_text = "the call timeout"
-        self.family: dict[int, str] = {}  # processes it started, as seen at stop(): pid -> start time
+        self.family: dict[int, int] = {}  # processes it started, as seen at stop(): pid -> start time
         _LIVE.add(self)
 
     # -- status
@@ -391,7 +391,7 @@ class Connection:
         _LIVE.discard(self)
         process = self.process
         root = process.pid
-        self.family.update(_family(root, self.marker))  # while it runs, its children are its own
+        self.family.update(tree.family(root, MARKER_VARIABLE, self.marker))  # while it runs, its children are its own
         for stream in (process.stdin, process.stdout):
             try:
                 stream.close()  # type: ignore[union-attr]
@@ -405,18 +405,13 @@ class Connection:
         for sig in (signal.SIGTERM, signal.SIGKILL):
             if process.poll() is not None:
                 break
-            _signal_all(root, self.family, sig)
+            kill.signal_family(root, self.family, sig)
             try:
                 process.wait(_STOP_GRACE)
             except subprocess.TimeoutExpired:
                 pass
         # Whatever it started and left behind, in its group or not, found as it is now.
-        for _ in range(_KILL_ROUNDS):
-            self.family.update(_family(root, self.marker))
-            _signal_all(root, self.family, signal.SIGKILL)
-            if not self.family:
-                break
-            time.sleep(0.02)  # SIGKILL is delivered; the next look finds them gone
+        kill.end_family(root, MARKER_VARIABLE, self.marker, self.family, rounds=_KILL_ROUNDS, pause=0.02)
         if self.pidfd is not None:
             try:
                 os.close(self.pidfd)
@@ -441,83 +436,6 @@ def _widen_pipe(fd: int) -> None:
         fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), _PIPE_SIZE)
     except (ImportError, OSError):
         pass
-
-
-def _stat(pid: int) -> tuple[int, int, int, str] | None:
-    """(parent, process group, session, start time) of a process, from /proc; None when gone
-    (or a zombie, which has ended and waits only to be reaped)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as file:
-            data = file.read()
-    except OSError:
-        return None
-    fields = data[data.rfind(b")") + 2 :].split()
-    if fields[:1] == [b"Z"]:
-        return None
-    try:
-        return int(fields[1]), int(fields[2]), int(fields[3]), fields[19].decode()
-    except (IndexError, ValueError):
-        return None
-
-
-def _carries(pid: int, marker: str) -> bool:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as file:
-            return f"{MARKER_VARIABLE}={marker}".encode() in file.read().split(b"\0")
-    except OSError:
-        return False
-
-
-def _family(root: int, marker: str) -> dict[int, str]:
-    """Every process `root` started that is still there, by pid, with its start time: its
-    descendants in the process table, the processes of its process group and session (it leads
-    both), and any process whose environment carries its marker, which what it starts inherits even
-    after leaving the session and losing its parent. Empty where there is no /proc."""
-    if not os.path.isdir("/proc"):
-        return {}
-    table: dict[int, tuple[int, int, int, str]] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            found = _stat(int(name))
-            if found is not None:
-                table[int(name)] = found
-    own = os.getpid()
-    children: dict[int, list[int]] = {}
-    for pid, (parent, _, _, _) in table.items():
-        children.setdefault(parent, []).append(pid)
-    family: set[int] = set()
-    stack = [root]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            if child not in family:
-                family.add(child)
-                stack.append(child)
-    family.update(pid for pid, (_, group, session, _) in table.items() if root in (group, session))
-    family.update(pid for pid in table if pid not in family and _carries(pid, marker))
-    family -= {root, own}
-    return {pid: table[pid][3] for pid in family}
-
-
-def _signal_all(root: int, family: dict[int, str], sig: int) -> bool:
-    """Send `sig` to the process group of `root` and to each process of `family` that is still
-    the process it was (same start time); whether any was there to receive it."""
-    sent = False
-    try:
-        os.killpg(root, sig)
-        sent = True
-    except (ProcessLookupError, PermissionError):
-        pass
-    for pid, started in list(family.items()):
-        found = _stat(pid)
-        if found is None or found[3] != started:
-            del family[pid]
-            continue
-        try:
-            os.kill(pid, sig)
-            sent = True
-        except (ProcessLookupError, PermissionError):
-            del family[pid]
-    return sent
 
 
 _LIVE: weakref.WeakSet[Connection] = weakref.WeakSet()

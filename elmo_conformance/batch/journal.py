@@ -29,7 +29,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import threading
 import time
 from pathlib import Path
@@ -37,84 +36,13 @@ from typing import Any
 
 import pytest
 
+from elmo_conformance.processes import kill, tree
+
 JOURNAL_ENV = "ELMO_CONFORMANCE_BATCH_JOURNAL"
 LIMITS_ENV = "ELMO_CONFORMANCE_BATCH_LIMITS"
 PLUGIN = "elmo_conformance.batch.journal"
 POLL_S = 0.1  # how often the watchdog reads the CPU time of a running test
 MESSAGE_KEPT = 4000  # characters of a failure's message kept in the journal
-TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-
-def _stat(pid: int) -> tuple[int, int] | None:
-    """(parent pid, utime + stime + cutime + cstime in clock ticks) of a process, or None."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            data = handle.read()
-    except OSError:
-        return None
-    fields = data.rsplit(b")", 1)[1].split()  # after the command's name: state, ppid, ...
-    return int(fields[1]), sum(int(x) for x in fields[11:15])
-
-
-def _children(pid: int) -> list[int] | None:
-    """The children of `pid` from /proc/PID/task/TID/children (None where the kernel lacks it)."""
-    found: list[int] = []
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return []
-    for task in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{task}/children", "rb") as handle:
-                found += [int(x) for x in handle.read().split()]
-        except FileNotFoundError:
-            if not os.path.exists(f"/proc/{pid}/task/{task}"):
-                continue
-            return None
-        except OSError:
-            continue
-    return found
-
-
-def descendants(root: int) -> list[int]:
-    """Every live descendant of `root` (its children, theirs, ...)."""
-    found: list[int] = []
-    todo = [root]
-    while todo:
-        pid = todo.pop()
-        children = _children(pid)
-        if children is None:  # no children files: read every process's parent
-            parents: dict[int, list[int]] = {}
-            for entry in os.listdir("/proc"):
-                if entry.isdigit() and (stat := _stat(int(entry))) is not None:
-                    parents.setdefault(stat[0], []).append(int(entry))
-            found, todo = [], [root]
-            while todo:
-                kids = parents.get(todo.pop(), [])
-                found += kids
-                todo += kids
-            return found
-        found += children
-        todo += children
-    return found
-
-
-def tree_cpu(root: int | None = None) -> float:
-    """CPU seconds of `root`'s descendants (this process's by default), their reaped children's
-    included, plus this process's reaped children's: what its child processes have used so far."""
-    root = os.getpid() if root is None else root
-    ticks = sum(stat[1] for pid in descendants(root) if (stat := _stat(pid)) is not None)
-    times = os.times() if root == os.getpid() else None
-    return ticks / TICK + (times.children_user + times.children_system if times else 0.0)
-
-
-def kill_descendants(root: int | None = None) -> list[int]:
-    """SIGKILL every live descendant of `root` (this process by default); the pids signalled."""
-    pids = descendants(os.getpid() if root is None else root)
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-    return pids
 
 
 def _is_final(report: pytest.TestReport) -> bool:
@@ -151,12 +79,12 @@ class Journal:
             current = self.current
             if current is None or current["limit_s"] is None:
                 continue
-            used = tree_cpu() - current["cpu0"]
+            used = tree.cpu_seconds() - current["cpu0"]
             if used > current["limit_s"]:
                 with self.switch:  # only while this test still runs: never the next test's process
                     if self.current is current:
                         current["hit"] = {"kind": "cpu", "cpu_s": round(used, 3), "limit_s": current["limit_s"]}
-                        kill_descendants()
+                        kill.kill_descendants()
 
     # ---------------------------------------------------------------- pytest's hooks
 
@@ -166,7 +94,13 @@ class Journal:
     def pytest_runtest_logstart(self, nodeid: str, location: tuple) -> None:
         name = nodeid.split("::")[-1].split("[")[0]
         limit = self.limits.get(name, self.limits.get("*"))
-        started = {"nodeid": nodeid, "limit_s": limit, "cpu0": tree_cpu(), "wall0": time.monotonic(), "hit": None}
+        started = {
+            "nodeid": nodeid,
+            "limit_s": limit,
+            "cpu0": tree.cpu_seconds(),
+            "wall0": time.monotonic(),
+            "hit": None,
+        }
         with self.switch:
             self.current = started
 
@@ -186,7 +120,7 @@ class Journal:
                 "sections": list(getattr(report, "spec_sections", ())),
                 "outcome": outcome,
                 "message": message,
-                "cpu_s": round(tree_cpu() - current["cpu0"], 3),
+                "cpu_s": round(tree.cpu_seconds() - current["cpu0"], 3),
                 "wall_s": round(time.monotonic() - current["wall0"], 3),
                 "limit_s": current["limit_s"],
                 "hit": current["hit"],

@@ -14,9 +14,7 @@ left running), and on Ctrl-C after a grace period in which pytest may write its 
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import signal
 import subprocess
 import time
@@ -24,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
+
+from elmo_conformance.processes import kill
 
 # The run did not finish: the pytest process ended early or was killed, or left a report that is
 # missing, incomplete, or short of outcomes. pytest's own "internal error" status.
@@ -110,19 +110,6 @@ class Supervised:
     timed_out: bool = False  # stopped at its deadline
 
 
-def _signal_group(process: subprocess.Popen, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, sig)
-
-
-def _end_group(process: subprocess.Popen) -> int:
-    """Kill the child's whole process group and reap the child."""
-    _signal_group(process, signal.SIGKILL)
-    with contextlib.suppress(ProcessLookupError):
-        process.kill()
-    return process.wait()
-
-
 def supervise(
     command: list[str],
     env: dict[str, str],
@@ -180,20 +167,20 @@ def supervise(
                 stopped = f"the run took longer than its deadline of {deadline_s:g} s; stopped it"
                 timed_out = True
             if stopped is not None:
-                code = _end_group(process)
+                code = kill.end_group(process)
                 break
     except KeyboardInterrupt:  # pytest is in a session of its own: pass the Ctrl-C on
-        _signal_group(process, signal.SIGINT)
+        kill.signal_group(process.pid, signal.SIGINT)
         try:
             code = process.wait(timeout=INTERRUPT_GRACE_S)
         except subprocess.TimeoutExpired:
-            code = _end_group(process)
+            code = kill.end_group(process)
         interrupted = True
     finally:
         if process.poll() is None:
-            _end_group(process)
+            kill.end_group(process)
         # Whatever the adapters left in pytest's process group (§11.1).
-        _signal_group(process, signal.SIGKILL)
+        kill.signal_group(process.pid, signal.SIGKILL)
     data, why = read_report(run_report)
     if interrupted:
         notes.append("interrupted (Ctrl-C)")
