@@ -20,13 +20,25 @@ import numpy as np
 
 from elmo_conformance.adapters.loading import AdapterLoadError, available_builtins, load_adapter
 
-from . import batch, bilm, mutants, mutate_rust, probe, scaling, suite, warm, wire
+from . import batch, bilm, mutants, mutate_dask, mutate_rust, probe, scaling, suite, warm, wire
 from . import mutate as generated
 from .peak import matmul_peak
 from .report import table
 from .threads import limit_threads, thread_report
 
-PARTS = ("suite", "sandbox", "bilm", "probe", "scaling", "wire", "batch", "mutate", "mutate-rust", "warm")
+PARTS = (
+    "suite",
+    "sandbox",
+    "bilm",
+    "probe",
+    "scaling",
+    "wire",
+    "batch",
+    "mutate",
+    "mutate-dask",
+    "mutate-rust",
+    "warm",
+)
 DTYPES = ("float64", "float32")
 LOSS_RTOL = {"float64": 1e-9, "float32": 1e-4}  # the same loss up to each dtype's rounding
 
@@ -171,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     if "mutate" in args.parts:
         log("generated mutants of c: elmo-conformance mutate --impl c --max-mutants 300 --seed 1 --workers 2")
         result["mutate"] = {"pending": "not run with --smoke"} if args.smoke else generated.run()
+    if "mutate-dask" in args.parts:
+        log("generated mutants of tests/examples/outside_mix.py on two dask workers and on two local workers")
+        result["mutate_dask"] = mutate_dask.run(n=12, rounds=1) if args.smoke else mutate_dask.run()
     if "mutate-rust" in args.parts:
         log("generated mutants of examples/rust-scalar-mix: clean build, suite, mutate --max-mutants 60 --seed 1")
         result["mutate_rust"] = {"error": "not run with --smoke"} if args.smoke else mutate_rust.run()
@@ -184,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
             table(result),
             *batch.rows(result.get("batch") or {}),
             *generated.rows(result.get("mutate") or {}),
+            *mutate_dask.rows(result.get("mutate_dask") or {}),
             *mutate_rust.rows(result.get("mutate_rust") or {}),
             *warm.rows(result.get("warm") or {}),
         ]

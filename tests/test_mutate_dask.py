@@ -83,6 +83,22 @@ def test_the_command_refuses_a_bad_scheduler_before_it_runs(tmp_path: Path) -> N
     assert not out.exists()
 
 
+@pytest.mark.parametrize("value", ["tcp://127.0.0.1:8786", "not an address"])
+def test_the_batch_takes_and_checks_the_same_options(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from elmo_conformance.batch.__main__ import parse as batch_parse
+
+    try:
+        mutate_said = mutate.parse(["--impl", EXAMPLE, "--scheduler", value]).scheduler
+    except SystemExit as exit:
+        mutate_said = f"exit {exit.code}: " + capsys.readouterr().err.splitlines()[-1].split("error: ", 1)[1]
+    try:
+        batch_said = batch_parse(["submission", "--out", "out", "--scheduler", value]).scheduler
+    except SystemExit as exit:
+        batch_said = f"exit {exit.code}: " + capsys.readouterr().err.splitlines()[-1].split("error: ", 1)[1]
+    assert batch_said == mutate_said
+    assert mutate_said == value or mutate_said.startswith("exit 2: argument --scheduler: expected")
+
+
 def test_the_cluster_checks_its_options_too() -> None:
     """The batch's client, given a bad address programmatically, refuses it the same way."""
     with pytest.raises(cluster.ExecutorError, match="--scheduler: expected a Dask scheduler's address"):

@@ -46,6 +46,7 @@ from elmo_conformance.batch.records import (
 from elmo_conformance.batch.regrade import Cache
 from elmo_conformance.batch.regrade import key as cache_key
 from elmo_conformance.batch.submissions import SUBMISSIONS, resolve_all
+from elmo_conformance.executor import cluster
 
 MUTANT_MODES = ("none", "declared", "generated")
 # Options of the suite's that the batch sets itself, per submission.
@@ -119,9 +120,7 @@ def parser() -> argparse.ArgumentParser:
         help="worker processes of the mutation runner's own pool inside each mutation job (default 1: the "
         "cluster's workers are the parallelism)",
     )
-    where = p.add_mutually_exclusive_group()
-    where.add_argument("--scheduler", metavar="ADDRESS", help="an existing Dask scheduler, tcp://HOST:PORT")
-    where.add_argument("--scheduler-file", metavar="PATH", help="an existing Dask scheduler's --scheduler-file")
+    cluster.add_options(p, "the batch")  # the executor's, as `mutate` takes them
     p.add_argument(
         "--workers",
         type=int,

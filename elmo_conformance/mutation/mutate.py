@@ -1,9 +1,11 @@
 """elmo-conformance mutate --impl ARG [--source PATH...] [--root DIR] [--build CMD] [--out DIR]
+    [--workers N | --scheduler ADDRESS | --scheduler-file PATH]
 
 Mutation-test an implementation without writing its mutants (spec §13.2): universalmutator's
 rules generate mutants from the implementation's own source; each is written into a scratch copy
 of the project (scratch.py: the user's files are only read), built there when there is a build,
-and run through the tests that reach the mutated code until the first kill.
+and run through the tests that reach the mutated code until the first kill, on local workers or,
+with --scheduler / --scheduler-file, on a Dask cluster's (remote.py; docs/mutation.md).
 
 A mutant is Killed when a test of the suite failed on it that passed on the clean implementation
 run the same way (the control run: the clean copy, served or built as every mutant is); Timeout
