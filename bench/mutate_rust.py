@@ -138,14 +138,14 @@ def levers(project: Path, k: int = 8, seed: int = 1, rounds: int = 2) -> dict:
     times: dict[str, dict[str, list[float]]] = {name: {"built": [], "failed": []} for name in ways}
     saved = os.environ.get("CARGO_INCREMENTAL")
     try:
-        n = 0
         for r in range(rounds):
             for name in list(ways) if r % 2 == 0 else list(ways)[::-1]:
                 incremental, target = ways[name]
                 os.environ["CARGO_INCREMENTAL"] = incremental
                 for mutant in chosen:
-                    folder = work / f"m{n}"
-                    n += 1
+                    # A worker's mutants are built at one path (its warm slot): rustc's
+                    # incremental cache is reused only by a build in the folder that made it.
+                    folder = work / f"slot-{list(ways).index(name)}"
                     started = time.perf_counter()
                     try:
                         prepare(target, mutant, folder)

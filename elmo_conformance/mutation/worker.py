@@ -251,7 +251,11 @@ def run_generated(job: GeneratedJob, send: Send) -> MutantRun:
     assert job.target is not None
     run = MutantRun(job.impl, job.mutant, selected=list(job.order))
     started = time.perf_counter()
-    folder = Path(tempfile.mkdtemp(prefix="mutant-", dir=job.scratch or None))
+    # One folder per worker, at the same path for each of its mutants: a compiler's incremental
+    # cache (rustc's) is only reused by a build in the folder that made it (scratch.py).
+    folder = Path(job.scratch or tempfile.gettempdir()) / f"mutant-worker-{os.getpid()}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
     try:
         send(("start", "building the mutant" if job.target.build else "writing the mutant"))
         try:
