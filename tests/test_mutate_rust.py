@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from elmo_conformance.ground.resources import package_dir
+from elmo_conformance.ground.resources import child_environment, package_dir
 from elmo_conformance.mutation import generate as generating
 from elmo_conformance.mutation.generate import Generated, generate, rust_declaration, rust_kind
 from elmo_conformance.mutation.scratch import (
@@ -32,6 +32,7 @@ from elmo_conformance.mutation.scratch import (
     prepare,
 )
 from elmo_conformance.processes import sandbox
+from tests.suite_runs import run_suite
 
 ROOT = Path(package_dir("conformance")).parent
 EXAMPLE = ROOT / "examples" / "rust-scalar-mix"
@@ -244,16 +245,9 @@ def test_the_rust_example_passes_the_suite_and_its_mutants_are_judged(tmp_path: 
     shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("target"))
     subprocess.run(["cargo", "build", "--release", "--offline", "--quiet"], cwd=project, check=True)
     program = project / "target" / "release" / "rust-scalar-mix"
-    report = tmp_path / "suite.json"
-    suite = subprocess.run(
-        [sys.executable, "-m", "elmo_conformance", "--impl", f"cmd:{program}", "--report", str(report)],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert suite.returncode == 0, suite.stdout[-3000:] + suite.stderr[-3000:]
-    tests = json.loads(report.read_text(encoding="utf-8"))["tests"]
+    status, report, output = run_suite(tmp_path, f"cmd:{program}", timeout=600)
+    assert status == 0 and report is not None, output[-3000:]
+    tests = report["tests"]
     outcomes = Counter(t["outcome"] for t in tests)
     implemented = [t for t in tests if not t.get("not_implemented")]
     # Every ScalarMix test passes, in both dtypes; the biLM's and the probe's are not implemented.
@@ -281,6 +275,7 @@ def test_the_rust_example_passes_the_suite_and_its_mutants_are_judged(tmp_path: 
             *("--max-mutants", "12", "--seed", "4", "--workers", "2", "--no-html", "--no-cache", "--out", str(out)),
         ],
         cwd=tmp_path,
+        env=child_environment(),
         capture_output=True,
         text=True,
         timeout=900,
