@@ -9,16 +9,20 @@ local workers.
   a Timeout, a Dask worker killed mid-job is a RuntimeError, and never a result; the other jobs
   go on (tests/executor_serve.py is the worker);
 - the same seeded sample of tests/examples/outside_mix.py's mutants judged on two `dask worker`s
-  and on two local workers: each mutant's status and killing tests are the same.
+  and on two local workers: each mutant's status and killing tests are the same; with both Dask
+  workers killed mid-run, the mutants they were running are RuntimeErrors that say so and every
+  other mutant's verdict is still the local one.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -218,26 +222,80 @@ def test_a_dask_cluster_keeps_the_same_rules_and_loses_a_killed_dask_workers_job
 # ----------------------------------------------------------------------------- mutate on a cluster
 
 
-def verdicts(out: Path) -> dict[str, tuple[str, tuple[str, ...]]]:
+def verdicts(out: Path, reasons: bool = False) -> dict[str, tuple]:
     report = json.loads((out / "mutation-report.json").read_text(encoding="utf-8"))
     return {
-        m["id"]: (m["status"], tuple(m.get("killedBy") or ()))
+        m["id"]: (m["status"], tuple(m.get("killedBy") or ()), *([m.get("statusReason", "")] if reasons else []))
         for entry in report["files"].values()
         for m in entry["mutants"]
     }
 
 
+@pytest.fixture(scope="module")
+def local_verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple]:
+    out = tmp_path_factory.mktemp("local") / "report"
+    here = run_mutate("--impl", EXAMPLE, *SAMPLE, "--out", str(out), "--workers", "2")
+    assert here.returncode == 0, here.stdout[-3000:] + here.stderr[-3000:]
+    assert "2 workers on this machine" in here.stdout
+    return verdicts(out)
+
+
 @pytest.mark.integration
-def test_mutants_on_dask_workers_get_the_verdicts_of_local_workers(dask_scheduler: Path, tmp_path: Path) -> None:
+def test_mutants_on_dask_workers_get_the_verdicts_of_local_workers(
+    dask_scheduler: Path, local_verdicts: dict, tmp_path: Path
+) -> None:
     on_cluster = run_mutate("--impl", EXAMPLE, *SAMPLE, "--out", str(tmp_path / "dask"), "--scheduler-file",
                             str(dask_scheduler))  # fmt: skip
     assert on_cluster.returncode == 0, on_cluster.stdout[-3000:] + on_cluster.stderr[-3000:]
     assert "2 workers on the Dask cluster tcp://127.0.0.1:" in on_cluster.stdout
-    here = run_mutate("--impl", EXAMPLE, *SAMPLE, "--out", str(tmp_path / "local"), "--workers", "2")
-    assert here.returncode == 0, here.stdout[-3000:] + here.stderr[-3000:]
-    assert "2 workers on this machine" in here.stdout
-    expected, found = verdicts(tmp_path / "local"), verdicts(tmp_path / "dask")
+    expected, found = local_verdicts, verdicts(tmp_path / "dask")
     assert found == expected
     statuses = {status for status, _ in expected.values()}
     assert {"Killed", "Timeout", "Survived", "NoCoverage"} <= statuses, "the sample shows each kind of verdict"
     assert all(killers for status, killers in expected.values() if status == "Killed")
+
+
+@pytest.mark.integration
+def test_dask_workers_killed_mid_run_lose_their_mutants_never_to_a_kill(
+    dask_scheduler: Path, local_verdicts: dict, tmp_path: Path
+) -> None:
+    """Both `dask worker` processes killed (SIGKILL) once the mutants are running: a mutant that
+    was running on one is a RuntimeError naming the Dask worker's death, every other mutant gets
+    the local workers' verdict (their nannies start them again and the run goes on), and no Killed
+    comes without the test that killed it."""
+    from distributed import Client
+
+    with Client(scheduler_file=str(dask_scheduler), timeout="30s", set_as_default=False) as client:
+        client.wait_for_workers(2, timeout=120)
+        pids = list(client.run(os.getpid).values())
+        out = tmp_path / "dask"
+        command = [sys.executable, "-m", "elmo_conformance", "mutate", "--impl", EXAMPLE, *SAMPLE, "--out", str(out)]
+        command += ["--scheduler-file", str(dask_scheduler)]
+        process = subprocess.Popen(
+            command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_environment()
+        )
+        assert process.stdout is not None
+        said = []
+        for line in process.stdout:
+            said.append(line)
+            if line.startswith("baseline "):  # the mutants are handed out next
+                time.sleep(0.5)
+                for pid in pids:
+                    os.kill(pid, signal.SIGKILL)
+                break
+        said += process.stdout.readlines()
+        assert process.wait(timeout=900) in (0, 1), "".join(said)[-3000:]
+        client.wait_for_workers(2, timeout=120)  # the nannies started them again: the next test has its cluster
+    found = verdicts(out, reasons=True)
+    assert set(found) == set(local_verdicts)
+    lost = {m: v for m, v in found.items() if v[:2] != local_verdicts[m]}
+    for mutant, (status, killers, reason) in lost.items():
+        assert status == "RuntimeError" and "Dask worker" in reason and "died" in reason, (
+            mutant,
+            status,
+            killers,
+            reason,
+        )
+    assert all(killers for status, killers, _ in found.values() if status == "Killed")
+    print(f"lost when the Dask workers were killed: {lost}")
+    assert len(lost) <= 2, f"only the mutants running when the workers died are lost: {lost}"

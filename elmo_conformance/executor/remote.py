@@ -258,7 +258,8 @@ def run_on_cluster(
     from distributed import KilledWorker
 
     run = uuid.uuid4().hex
-    blob = client.scatter(shipment.pack(), broadcast=True, hash=False)
+    packed = shipment.pack()
+    blob = client.scatter(packed, broadcast=True, hash=False)
     paths = tuple(os.path.abspath(p) for p in shipment.paths)
     running: dict[Any, tuple[Any, float | None, float]] = {}
     try:
@@ -269,6 +270,8 @@ def run_on_cluster(
                 if picked is None:
                     break
                 job, timeout = picked
+                if blob.status != "finished":  # every worker that held the files died: scatter them again
+                    blob = client.scatter(packed, broadcast=True, hash=False)
                 future = client.submit(
                     _task,
                     run,
@@ -349,6 +352,8 @@ def _answer(
         reason = f"the Dask worker running it ({worker}) died"
     elif error is not None:
         reason = f"its task failed on the cluster: {type(error).__name__}: {error}"
+    elif future.status == "cancelled":  # the client cancels nothing before the end: the cluster did
+        reason = "its task was cancelled by the cluster: a Dask worker died (the one running it, or every one holding the run's files)"
     else:
         reason = f"its task was {future.status} on the cluster"
     scheduler.on_lost(job, "RuntimeError", reason, None, elapsed)
