@@ -13,6 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+import elmo_conformance
 from elmo_conformance.ground.resources import child_environment
 from tests.suite_runs import run_suite_here
 
@@ -92,3 +95,31 @@ def test_a_run_in_this_process_after_the_suite_was_imported_adds_no_warning() ->
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "warnings summary" not in done.stdout and "PytestAssertRewriteWarning" not in done.stdout, done.stdout
+
+
+def test_one_way_in_runs_the_suite_here_and_says_what_it_saw(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`elmo_conformance.run(..., where="here")` (§11.1's entry point, in this process): the same
+    RunResult as a child's run, its outcomes what pytest reported here."""
+    monkeypatch.chdir(tmp_path)
+    result = elmo_conformance.run(
+        "numpy", ["--dtype", "float64", "-k", "test_hand_example_scalar_mix or test_no_such_test"], where="here"
+    )
+    assert (result.exit_status, result.complete, result.problem) == (0, True, None)
+    assert result.counts == {"passed": 1}, result.tests
+    [test] = result.tests
+    assert test.nodeid.endswith("test_hand_example_scalar_mix[numpy-float64]"), test.nodeid
+
+
+@pytest.mark.parametrize(
+    ("options", "named"),
+    [
+        ({"where": "here", "deadline_s": 5.0}, "deadline_s"),
+        ({"where": "here", "env": {}}, "env"),
+        ({"where": "here", "capture": True}, "capture"),
+        ({"plugins": [object()]}, "plugins"),
+        ({"where": "elsewhere"}, "where"),
+    ],
+)
+def test_an_option_for_the_other_place_is_refused_by_name(options: dict, named: str) -> None:
+    with pytest.raises(ValueError, match=rf"^{named}: "):
+        elmo_conformance.run("numpy", **options)
