@@ -191,7 +191,8 @@ def test_a_dask_cluster_keeps_the_same_rules_and_loses_a_killed_dask_workers_job
     reads the shipped copy of a file, at its place under the worker's base folder."""
     from distributed import Client
 
-    from elmo_conformance.executor.remote import Shipment, run_on_cluster
+    from elmo_conformance.executor.remote import run_on_cluster
+    from elmo_conformance.executor.shipping import Shipment
     from tests import executor_serve
 
     shipped = tmp_path / "shipped.txt"

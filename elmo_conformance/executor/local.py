@@ -55,7 +55,7 @@ class WorkerStartError(RuntimeError):
 
 def child_main(argv: list[str]) -> None:
     """The worker process: `serve(connection, log_path)` for argv = [FD, "module:function", LOG]
-    and, for a worker of a Dask worker, "unship" (remote.Unshipping: it reads shipped jobs)."""
+    and, for a worker of a Dask worker, "unship" (shipping.Unshipping: it reads shipped jobs)."""
     import importlib
 
     fd, target, log_path, *how = argv
@@ -63,7 +63,7 @@ def child_main(argv: list[str]) -> None:
     serve = getattr(importlib.import_module(module), function)
     conn: Any = Connection(int(fd))
     if how == ["unship"]:
-        from elmo_conformance.executor.remote import Unshipping
+        from elmo_conformance.executor.shipping import Unshipping
 
         conn = Unshipping(conn)
     serve(conn, log_path)

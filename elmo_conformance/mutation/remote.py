@@ -5,7 +5,7 @@ and verdict rules as the local pool.
 The Dask workers may not share this machine's filesystem, so what a job reads is shipped: the
 run's scratch folder (the clean copy of the project root, built where there is a build, and the
 baseline's copy) and the files mutated (a mutant is written from its file's text). On a worker
-they lie under a base folder at the same paths (executor.remote.Relocation), and `localize` maps
+they lie under a base folder at the same paths (executor.shipping.Relocation), and `localize` maps
 the paths a job names (the project root, the copies, the working folder, the program's words
 inside the root) there; `delocalize` maps the baseline's per-file line coverage back to the
 user's file names. Each Dask machine has its own copy: a compiled mutant whose program is another
@@ -21,7 +21,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from elmo_conformance.executor.remote import Relocation, Shipment, run_on_cluster
+from elmo_conformance.executor.remote import run_on_cluster
+from elmo_conformance.executor.shipping import Relocation, Shipment
 from elmo_conformance.mutation.copies import FromCopy
 from elmo_conformance.mutation.model import Baseline
 from elmo_conformance.mutation.pool import SERVE, Scheduler
