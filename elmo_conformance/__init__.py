@@ -7,6 +7,10 @@ machine-readable parts, as package data), ``elmo_conformance.fixtures``,
 ``elmo_conformance.conformance``. In a checkout of the repository they are the top-level folders
 ``spec/``, ``fixtures/``, ``reference/``, ``adapters/`` and ``conformance/``: this file then adds
 the repository root to the package's search path, so that the same import names work in both.
+
+The tools above the harness are packages of their own in this folder (``ground``, ``processes``,
+``runner``, ``pages``, ``executor``, ``mutation``, ``maintain``, ``batch``, ``cli``); the order in
+which they may import each other is docs/development.md's "Layers", checked in ``nox -s lint``.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from elmo_conformance.ground.version import __version__  # noqa: E402
+from elmo_conformance.ground.version import __version__
 
 _HERE = Path(__file__).resolve().parent
 _CHECKOUT = _HERE.parent
