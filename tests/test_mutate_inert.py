@@ -29,6 +29,13 @@ class Row:
 def scale(x: np.ndarray, factor: float = 2.0) -> np.ndarray:
     total: float = 0.0
     return x * factor + total
+
+
+def shift(
+    x: np.ndarray,
+    by: float,
+) -> np.ndarray:
+    return x + by
 """
 
 EAGER = POSTPONED.replace("from __future__ import annotations\n", "")
@@ -59,6 +66,11 @@ def line_of(text: str, start: str) -> int:
         # module and class annotations are stored (dataclasses read them): never inert
         ("LIMIT", "LIMIT: str = 3", False),
         ("    size", "    size: str = 1", False),
+        # an annotation on its own line of a header written over several lines
+        ("    by: float", "    by: int,", True),
+        ("    by: float", "    bye: float,", False),
+        # the same syntax tree, but no annotation changed: not this module's to say (it runs)
+        ("    return x * factor", "    return (x * factor + total)", False),
         # a mutant that does not parse is left to the run (it fails its import)
         ("def scale", "def scale(x: np.ndarray, factor: float = 2.0) -> :", False),
     ],

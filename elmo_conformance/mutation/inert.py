@@ -29,9 +29,11 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from elmo_conformance.mutation.generate import Generated
+from elmo_conformance.mutation.scratch import SKIPPED_DIRS
 
 REASON = "equivalent (annotation only): it changes only annotations that no code evaluates or reads"
 EXPORTS_REASON = (
@@ -117,6 +119,66 @@ def _shape(source: str, exports: bool = False) -> str | None:
     return ast.dump(_Strip(not exports, _postponed(tree), exports).visit(tree))
 
 
+def _lines(node: ast.AST) -> range:
+    return range(getattr(node, "lineno", 0), (getattr(node, "end_lineno", None) or 0) + 1)
+
+
+def _candidate_lines(tree: ast.Module) -> tuple[set[int], set[int]]:
+    """The lines on which an inert annotation (what `_Strip` removes) or a module-level `__all__`
+    of strings lies: only a mutant of such a line can be set aside, so no other is parsed."""
+    postponed = _postponed(tree)
+    annotations: set[int] = set()
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if postponed:
+                arguments = node.args
+                every = [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+                every += [arg for arg in (arguments.vararg, arguments.kwarg) if arg is not None]
+                for arg in every:
+                    if arg.annotation is not None:
+                        annotations.update(_lines(arg.annotation))
+                if node.returns is not None:
+                    annotations.update(_lines(node.returns))
+            in_function = True
+        elif isinstance(node, ast.AnnAssign) and in_function:
+            annotations.update(_lines(node.annotation))
+        for child in ast.iter_child_nodes(node):
+            visit(child, in_function)
+
+    visit(tree, False)
+    exports = {
+        line
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and [getattr(target, "id", None) for target in node.targets] == ["__all__"]
+        and _names_only(node.value)
+        for line in _lines(node)
+    }
+    return annotations, exports
+
+
+@dataclass
+class _Original:
+    """A source file as read once: its text, its two stripped shapes, its candidate lines."""
+
+    text: str
+    shape: str | None = None
+    exported: str | None = None
+    annotation_lines: set[int] = field(default_factory=set)
+    export_lines: set[int] = field(default_factory=set)
+
+    @classmethod
+    def read(cls, file: str) -> _Original:
+        try:
+            text = Path(file).read_text(encoding="utf-8")
+            tree = ast.parse(text)
+        except (OSError, UnicodeDecodeError, SyntaxError, ValueError):
+            return cls("")
+        annotations, exports = _candidate_lines(tree)
+        return cls(text, _shape(text), _shape(text, True), annotations, exports)
+
+
 class Inert:
     """Decides, mutant by mutant, whether a generated Python mutant changes only inert
     annotations. `sources`: the project's Python files (the scratch copy's or the user's), read
@@ -134,39 +196,36 @@ class Inert:
                 self.readers.append(str(path))
             if EXPORTS_READERS.search(text):
                 self.export_readers.append(str(path))
-        self._originals: dict[str, tuple[str, str | None, str | None]] = {}  # file -> (text, shapes)
+        self._originals: dict[str, _Original] = {}
 
     def reason(self, mutant: Generated) -> str | None:
         """REASON when `mutant` changes only inert annotations, EXPORTS_REASON when it changes
-        only the value of an `__all__` nothing reads, else None."""
+        only the value of an `__all__` nothing reads, else None. Only a mutant of a line holding
+        such an annotation or `__all__` is parsed."""
         if mutant.language != "python" or mutant.original.strip() == mutant.replacement.strip():
             return None
         if mutant.file not in self._originals:
-            try:
-                text = Path(mutant.file).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
-                text = ""
-            self._originals[mutant.file] = (text, _shape(text) if text else None, _shape(text, True) if text else None)
-        text, shape, exported = self._originals[mutant.file]
-        if shape is None:
+            self._originals[mutant.file] = _Original.read(mutant.file)
+        original = self._originals[mutant.file]
+        annotation = not self.readers and mutant.line in original.annotation_lines
+        exports = not self.export_readers and mutant.line in original.export_lines
+        if not (annotation or exports):
             return None
-        mutated = mutant.apply(text)
-        if not self.readers and _shape(mutated) == shape:
+        mutated = mutant.apply(original.text)
+        if annotation and _shape(mutated) == original.shape:
             return REASON
-        if not self.export_readers and _shape(mutated, True) == exported:
+        if exports and _shape(mutated, True) == original.exported:
             return EXPORTS_REASON
         return None
 
 
-SKIPPED_FOLDERS = {"__pycache__", "site-packages", "node_modules", "build", "dist"}
-
-
 def project_python_files(root: str | Path) -> list[Path]:
-    """The project's own Python files under `root`: not in hidden folders (a virtual environment,
-    .git), site-packages, node_modules or build outputs."""
+    """The project's own Python files under `root`, by the rules a mutant's copy of the project
+    follows (scratch.py: no hidden folder, build output or __pycache__), and no site-packages."""
     root = Path(root)
+    skipped = SKIPPED_DIRS | {"site-packages"}
     return [
         path
         for path in sorted(root.rglob("*.py"))
-        if not any(part.startswith(".") or part in SKIPPED_FOLDERS for part in path.relative_to(root).parts[:-1])
+        if not any(part.startswith(".") or part in skipped for part in path.relative_to(root).parts[:-1])
     ]
