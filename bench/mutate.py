@@ -26,16 +26,22 @@ from .suite import run_pytest
 RAN = ("Killed", "Survived", "Timeout", "CompileError", "RuntimeError")  # a worker ran a job for it
 
 
+def mutate_report(args: list[str], timeout: float) -> tuple[dict, dict | None]:
+    """`elmo-conformance mutate ARGS` without its cache or page: what `run_for_report` found, and
+    the JSON report (None when the run gave none)."""
+    shown = shlex.join(["elmo-conformance", "mutate", *args])
+    cmd = [sys.executable, "-m", "elmo_conformance", "mutate", *args, "--no-cache", "--no-html"]
+    found = run_for_report(cmd, shown, timeout)
+    return found, found.pop("report", None)
+
+
 def run(
     impl: str = "c", n: int = 300, seed: int = 1, workers: int = 2, timeout: float = 7200.0, suite: bool = True
 ) -> dict:
     """One `mutate` run of `n` sampled mutants (no cache: every mutant is run); a failing or
     crashing run is reported, not raised. `suite`: also time one one-process run of the suite."""
     args = ["--impl", impl, "--max-mutants", str(n), "--seed", str(seed), "--workers", str(workers)]
-    shown = shlex.join(["elmo-conformance", "mutate", *args])
-    cmd = [sys.executable, "-m", "elmo_conformance", "mutate", *args, "--no-cache", "--no-html"]
-    found = run_for_report(cmd, shown, timeout)
-    report = found.pop("report", None)
+    found, report = mutate_report(args, timeout)
     if report is None:
         return found
     out = {**found, **summarize(report)}

@@ -25,7 +25,6 @@ import shlex
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import replace
@@ -41,8 +40,7 @@ from elmo_conformance.mutation.scratch import (
     prepare,
 )
 
-from .mutants import run_for_report
-from .mutate import summarize
+from .mutate import mutate_report, summarize
 from .suite import ROOT, run_pytest
 
 EXAMPLE = ROOT / "examples" / "rust-scalar-mix"
@@ -89,10 +87,7 @@ def run(n: int = 60, seed: int = 1, workers: int = 2, rounds: int = 3, timeout: 
         source = project / "src"
         args = ["--impl", f"cmd:{program}", "--source", str(source), "--build", BUILD]
         args += ["--max-mutants", str(n), "--seed", str(seed), "--workers", str(workers)]
-        shown = shlex.join(["elmo-conformance", "mutate", *args])
-        cmd = [sys.executable, "-m", "elmo_conformance", "mutate", *args, "--no-cache", "--no-html"]
-        found = run_for_report(cmd, shown, timeout)
-        report = found.pop("report", None)
+        found, report = mutate_report(args, timeout)
         if report is None:
             return found
         mutants = [m for entry in report["files"].values() for m in entry["mutants"]]
