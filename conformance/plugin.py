@@ -33,7 +33,7 @@ from elmo_conformance.conformance.isolation import Guard
 from elmo_conformance.conformance.keys import ACTIVE, CASES, DTYPES, FINISHED, RUN_ID, RUN_REPORT
 from elmo_conformance.conformance.options import pytest_addoption  # noqa: F401  (the plugin's hook, defined beside the options)
 from elmo_conformance.conformance.passtable import PassTable
-from elmo_conformance.conformance.reporting import Recorder, is_final, refuse, start_reports  # noqa: F401  (is_final: for the mutation collector)
+from elmo_conformance.conformance.reporting import Recorder, refuse, start_reports
 from elmo_conformance.conformance.reproduce import reproduce_commands
 from elmo_conformance.conformance.xfails import Xfails
 from elmo_conformance.fixtures.manifest import verify_manifest

@@ -14,6 +14,7 @@ import pytest
 
 from elmo_conformance.conformance import margins, record
 from elmo_conformance.conformance.keys import CASES, RUN_ID, RUN_REPORT
+from elmo_conformance.ground.outcomes import is_final, outcome
 from elmo_conformance.ground.resources import PAGES_PLUGIN
 
 
@@ -59,15 +60,6 @@ def refuse(config: pytest.Config, reason: str) -> NoReturn:
     raise pytest.UsageError(reason)
 
 
-def is_final(report: pytest.TestReport) -> bool:
-    """The report that decides a test's outcome: its call, or a setup or teardown that broke it."""
-    return (
-        report.when == "call"
-        or (report.when == "setup" and not report.passed)
-        or (report.when == "teardown" and report.failed)
-    )
-
-
 class Recorder:
     """Collects every test's outcome and its comparisons' tolerance margins (§10), and at the end
     of the session writes the --report JSON (spec/schemas/report.schema.json, version 2) with the
@@ -103,7 +95,7 @@ class Recorder:
                 "test": report.nodeid.split("::")[-1].split("[")[0],
                 "case": getattr(report, "case_name", None),
                 "sections": list(getattr(report, "spec_sections", ())),
-                "outcome": "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome,
+                "outcome": outcome(report),
                 "when": report.when,
                 "duration_s": round(report.duration, 6),
                 "message": _message(report),

@@ -108,6 +108,8 @@ def test_one_way_in_runs_the_suite_here_and_says_what_it_saw(tmp_path: Path, mon
     assert result.counts == {"passed": 1}, result.tests
     [test] = result.tests
     assert test.nodeid.endswith("test_hand_example_scalar_mix[numpy-float64]"), test.nodeid
+    child = elmo_conformance.run("numpy", ["--dtype", "float64", "-k", "test_hand_example_scalar_mix"], cwd=tmp_path)
+    assert child.outcomes == result.outcomes, "one result type: a child's run records the same outcomes"
 
 
 @pytest.mark.parametrize(

@@ -36,6 +36,7 @@ from typing import Any
 
 import pytest
 
+from elmo_conformance.ground.outcomes import is_final
 from elmo_conformance.processes import kill, tree
 
 JOURNAL_ENV = "ELMO_CONFORMANCE_BATCH_JOURNAL"
@@ -43,12 +44,6 @@ LIMITS_ENV = "ELMO_CONFORMANCE_BATCH_LIMITS"
 PLUGIN = "elmo_conformance.batch.journal"
 POLL_S = 0.1  # how often the watchdog reads the CPU time of a running test
 MESSAGE_KEPT = 4000  # characters of a failure's message kept in the journal
-
-
-def _is_final(report: pytest.TestReport) -> bool:
-    from elmo_conformance.conformance.reporting import is_final
-
-    return is_final(report)
 
 
 class Journal:
@@ -106,7 +101,7 @@ class Journal:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         current = self.current
-        if not _is_final(report) or current is None or current["nodeid"] != report.nodeid:
+        if not is_final(report) or current is None or current["nodeid"] != report.nodeid:
             return
         outcome = "xfailed" if hasattr(report, "wasxfail") and report.skipped else report.outcome
         message = None if report.passed else report.longreprtext[-MESSAGE_KEPT:]

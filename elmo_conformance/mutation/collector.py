@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 import pytest
 
 from elmo_conformance.adapters.declared import CodeKey
-from elmo_conformance.conformance.plugin import is_final
+from elmo_conformance.ground.outcomes import is_final
 from elmo_conformance.mutation.model import TestOutcome
 
 Send = Callable[[tuple], None]

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from elmo_conformance.ground.outcomes import is_final, outcome
 from elmo_conformance.ground.resources import FINISHED_ENV, RUN_ID_ENV, RUN_REPORT_ENV, child_environment
 from elmo_conformance.runner.invocation import INFORMATION, option_value, suite_arguments
 from elmo_conformance.runner.supervisor import NOT_FINISHED, REPORT_GRACE_S, read_report, supervise
@@ -298,19 +299,15 @@ def _read_output(handle: Any) -> str | None:
 
 
 class _Outcomes:
-    """A pytest plugin: every test's outcome as this process saw it (for where="here")."""
+    """A pytest plugin: every test's outcome as this process saw it (for where="here"), by the rule
+    the harness's report records them (ground/outcomes.py)."""
 
     def __init__(self) -> None:
-        self.seen: dict[str, str] = {}
+        self.tests: list[TestOutcome] = []
 
     def pytest_runtest_logreport(self, report: Any) -> None:
-        failed_around = report.when in ("setup", "teardown") and report.failed
-        if report.when == "call" or failed_around or (report.when == "setup" and report.skipped):
-            outcome = "error" if failed_around else report.outcome
-            if hasattr(report, "wasxfail"):
-                outcome = "xfailed" if report.skipped else "xpassed"
-            if self.seen.get(report.nodeid) not in ("failed", "error"):
-                self.seen[report.nodeid] = outcome
+        if is_final(report):
+            self.tests.append(TestOutcome(report.nodeid, outcome(report)))
 
 
 def _here(args: Sequence[str], plugins: Sequence[object]) -> RunResult:
@@ -331,7 +328,7 @@ def _here(args: Sequence[str], plugins: Sequence[object]) -> RunResult:
         None if status in (0, 1) else f"pytest exited with status {status}",
         Path(given) if given else None,
         None,
-        [TestOutcome(nodeid, outcome) for nodeid, outcome in seen.seen.items()],
+        seen.tests,
         time.perf_counter() - started,
         command=["pytest", *command],
     )
