@@ -570,7 +570,8 @@ class GeneratedPlan(Plan):
         tests = [t for t in tests if t.nodeid in passing]
         options = self.results.options
         immediate: list[tuple[MutantRun, bool]] = []
-        inert = Inert(project_python_files(self.target.template or self.target.root)) if self.target.python else None
+        # The user's own files, which nothing run so far can have written (the copies could be).
+        inert = Inert(project_python_files(self.target.root)) if self.target.python else None
         for mutant in self.mutants:
             marked = self.marked.get(mutant.id)
             if marked is not None:
