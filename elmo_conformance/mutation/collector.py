@@ -45,10 +45,18 @@ class Coverage:
 
 
 class LineCoverage:
-    """Which lines of the given Python files each test runs: coverage.py's C tracer with one
-    dynamic context per test, limited to those files (generated mutants, spec §13.2). Lines run
-    outside any test (while importing) are in no test's set; the runner treats a module-level
-    line as reached by every test."""
+    """Which lines of the given Python files each test runs *inside its calls to the
+    implementation* (spec §13.2): coverage.py's C tracer with one dynamic context per call of
+    `Case._invoke`, the one way the harness reaches an implementation during a test, limited to
+    those files.
+
+    Lines the harness runs itself are in no test's set: the expected values it computes with the
+    reference (`reference.bilm_layers(...)` in a test) and its inputs (`init_params` in
+    conformance/data.py). A generated mutant runs in a served process of its own, which only the
+    calls reach, so a mutant of such a line cannot change what any test observes; counted as
+    reached, it ran the tests of every caller and survived them all. Lines run outside any test
+    (while importing) are in no test's set either; the runner treats a module-level line as
+    reached by every test."""
 
     def __init__(self, files: Iterable[str]) -> None:
         import coverage
@@ -56,18 +64,47 @@ class LineCoverage:
         self.files = [str(f) for f in files]
         self._coverage = coverage.Coverage(data_file=None, include=self.files, config_file=False)
         self._started = False
+        self._test: str | None = None
+        self._original: Callable | None = None
 
     def begin(self, nodeid: str) -> None:
         if not self._started:
+            self._patch()
             self._coverage.start()
             self._started = True
-        self._coverage.switch_context(nodeid)
+        self._test = nodeid
 
     def end(self) -> None:
-        if self._started:
-            self._coverage.switch_context("")
+        self._test = None
+
+    def _patch(self) -> None:
+        from elmo_conformance.conformance.case import Case
+
+        original = Case._invoke
+        recorder = self
+
+        def _invoke(case, method, args, kwargs):  # noqa: ANN001, ANN202
+            test = recorder._test
+            if test is None:
+                return original(case, method, args, kwargs)
+            recorder._coverage.switch_context(test)
+            try:
+                return original(case, method, args, kwargs)
+            finally:
+                recorder._coverage.switch_context("")
+
+        Case._invoke = _invoke  # type: ignore[method-assign]
+        self._original = original
+
+    def _unpatch(self) -> None:
+        if self._original is not None:
+            from elmo_conformance.conformance.case import Case
+
+            Case._invoke = self._original  # type: ignore[method-assign]
+            self._original = None
 
     def result(self) -> dict[str, dict[int, list[str]]]:
+        self._unpatch()
         if not self._started:
             return {}
         self._coverage.stop()
