@@ -3,6 +3,7 @@
 status and killing test in each mode as JSON (tests/test_mutate_warm.py, bench/warm.py).
 
     python tests/mutate_modes.py IMPL -k EXPR --sample N --seed S [--timeout S] [--workers N] [--forced]
+        [--test-deadline S] [--modes fresh,warm]
         [--mutate-arg=--source --mutate-arg=FILE --mutate-arg=--build --mutate-arg=CMD ...]
 
 The order is the tests the control run passed, in collection order, for every mutant: the run's
@@ -85,6 +86,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--mutant", action="append", default=[])
     parser.add_argument("--forced", action="store_true")
+    parser.add_argument("--test-deadline", type=float, help="each test's own deadline in a warm run (deadlines.py)")
+    parser.add_argument("--modes", default="fresh,warm", help="the paths to judge through (default fresh,warm)")
     parser.add_argument("--mutate-arg", action="append", default=[], help="an argument of mutate's (--source, --build)")
     args = parser.parse_args(argv)
     scratch = Path(tempfile.mkdtemp(prefix="elmo-mutate-modes-"))
@@ -105,7 +108,7 @@ def main(argv: list[str]) -> int:
         passed = sorted((t for t in done["control"].tests.values() if t.outcome == "passed"), key=lambda t: t.index)
         order = tuple(t.nodeid for t in passed)
         out: dict[str, object] = {"order": order, "mutants": {m.id: m.label() for m in mutants}}
-        for mode in ("fresh", "warm"):
+        for mode in args.modes.split(","):
             jobs = [
                 GeneratedJob(
                     target.impl,
@@ -118,6 +121,7 @@ def main(argv: list[str]) -> int:
                     generated=m,
                     scratch=str(scratch),
                     fresh=mode == "fresh",
+                    deadlines=(args.test_deadline,) * len(order) if args.test_deadline else (),
                 )
                 for m in mutants
             ]

@@ -107,3 +107,21 @@ def test_a_hanging_mutant_leaves_no_process_without_the_sandbox(tmp_path: Path) 
         if str(scratch) in command:
             left.append(f"{entry.name}: {command[:200]}")
     assert left == []
+
+
+def test_a_mutant_that_hangs_is_a_timeout_at_its_test_deadline_and_its_worker_lives_on(tmp_path: Path) -> None:
+    """§13.2 (deadlines.py): the hanging mutant is stopped at its first test's own deadline (2 s
+    here), long before the whole run's (60 s), by the process that judges it: its verdict comes
+    back from the worker, which then judges the next mutant warm."""
+    shutil.copy(EXAMPLE, tmp_path / "outside_mix.py")
+    ids = {m.label().split("  ", 1)[1]: m.id for m in generate(tmp_path / "outside_mix.py")}
+    found = modes(
+        tmp_path, "--sample", "0", "--timeout", "60", "--test-deadline", "2", "--modes", "warm", "--forced",
+        "--mutant", ids[HANGS],
+    )  # fmt: skip
+    hung = found["warm"][ids[HANGS]]
+    assert hung["status"] == "Timeout", hung
+    assert f"its test {found['order'][0]} did not finish within 2.0 s" in hung["reason"], hung["reason"]
+    assert hung["warm"] and hung["duration"] < 30, hung  # handed back by the worker, not stopped by the runner
+    assert found["warm"]["forced-fail"]["status"] == "Killed"  # the same worker, still judging
+    assert found["warm"]["forced-fail"]["warm"] and found["warm"]["forced-off"]["status"] == "Survived"

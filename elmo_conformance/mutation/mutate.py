@@ -46,6 +46,7 @@ from elmo_conformance.executor import cluster
 from elmo_conformance.ground.version import __version__
 from elmo_conformance.mutation.__main__ import FACTOR, SECONDS, _cores
 from elmo_conformance.mutation.cache import Cache, OutLocked, digest, from_cache, lock_out, tree_digest
+from elmo_conformance.mutation.deadlines import TEST_TIMEOUT_MIN, deadline_of
 from elmo_conformance.mutation.equivalents import (
     FILE_NAME,
     Equivalent,
@@ -178,6 +179,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
     cluster.add_options(parser, "the mutants (and the baseline and control run)")
     parser.add_argument("--timeout-factor", type=FACTOR, default=3.0, help="x the tests' baseline time (default 3)")
     parser.add_argument("--timeout-min", type=SECONDS, default=20.0, help="seconds added to it (default 20)")
+    parser.add_argument(
+        "--test-timeout-min",
+        type=SECONDS,
+        default=TEST_TIMEOUT_MIN,
+        metavar="SECONDS",
+        help="each test of a warm mutant run times out after these + --timeout-factor x its own baseline time "
+        f"(default {TEST_TIMEOUT_MIN:g})",
+    )
     parser.add_argument("--baseline-timeout", type=SECONDS, default=900.0, metavar="SECONDS", help="(default 900)")
     parser.add_argument(
         "--max-mutants", type=int, metavar="N", help="run a seeded random sample of N of the generated mutants"
@@ -372,6 +381,7 @@ def verdict_options(args: argparse.Namespace) -> dict[str, object]:
         "select": args.select,
         "timeout_factor": args.timeout_factor,
         "timeout_min": args.timeout_min,
+        "test_timeout_min": args.test_timeout_min,
         "build_timeout": args.build_timeout,
         "root": str(args.root) if args.root else None,
         "artifact": args.artifact,
@@ -609,6 +619,10 @@ class GeneratedPlan(Plan):
                 generated=mutant,
                 scratch=str(self.scratch),
                 fresh=self.fresh,
+                deadlines=tuple(
+                    deadline_of(baseline.tests[n].duration, options.timeout_factor, options.test_timeout_min)
+                    for n in order
+                ),
             )
             self.mutant_jobs.append((job, timeout, estimate))
             self.outstanding += 1
@@ -1080,6 +1094,7 @@ def _run(
         workers=args.workers,
         timeout_factor=args.timeout_factor,
         timeout_min=args.timeout_min,
+        test_timeout_min=args.test_timeout_min,
         baseline_timeout=args.baseline_timeout,
     )
     results = Results(options, catalog=[])

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from elmo_conformance.mutation.deadlines import TEST_TIMEOUT_MIN
 from elmo_conformance.mutation.model import Baseline, MutantRun, TestOutcome
 from elmo_conformance.mutation.pool import run_jobs
 from elmo_conformance.mutation.worker import BaselineJob, MutantJob
@@ -24,6 +25,7 @@ class Options:
     workers: int = 2
     timeout_factor: float = 3.0
     timeout_min: float = 20.0
+    test_timeout_min: float = TEST_TIMEOUT_MIN  # each test's own deadline in a warm mutant run (deadlines.py)
     baseline_timeout: float = 900.0  # seconds for each worker's share of a clean baseline run
 
 

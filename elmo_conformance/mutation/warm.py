@@ -49,11 +49,12 @@ from collections.abc import Callable
 from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
 from elmo_conformance.mutation.collector import Collector
+from elmo_conformance.mutation.deadlines import Watchdog
 from elmo_conformance.mutation.model import MutantRun
 from elmo_conformance.mutation.programs import SameProgram
 from elmo_conformance.mutation.scratch import BuildFailed, prepare
@@ -207,20 +208,24 @@ class WarmLoop:
         reader, writer = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: judge this mutant, hand the verdict back, end
-            code = 0
+            os.close(reader)
+            handed = threading.Lock()  # one verdict: the judge's, or a test deadline's (deadlines.py)
+
+            def hand_back(answer: Any, code: int = 0) -> NoReturn:
+                handed.acquire()  # a second verdict waits here for the first one's exit
+                try:
+                    data = pickle.dumps(answer)
+                    with os.fdopen(writer, "wb") as out:
+                        out.write(data)
+                finally:
+                    os._exit(code)
+
             try:
-                os.close(reader)
                 _die_with_parent()
-                answer: Any = self._judge(session, adapter, clean, job, run, started)
+                answer: Any = self._judge(session, adapter, clean, job, run, started, hand_back)
             except BaseException:  # noqa: BLE001 - reported to the parent, which decides
-                answer = ("failed", traceback.format_exc())
-                code = 1
-            try:
-                data = pickle.dumps(answer)
-                with os.fdopen(writer, "wb") as out:
-                    out.write(data)
-            finally:
-                os._exit(code)
+                hand_back(("failed", traceback.format_exc()), 1)
+            hand_back(answer)
         os.close(writer)
         with os.fdopen(reader, "rb") as source:
             data = source.read()
@@ -236,9 +241,18 @@ class WarmLoop:
         return answer
 
     def _judge(
-        self, session: pytest.Session, adapter: Any, clean: tuple, job: Any, run: MutantRun, started: float
+        self,
+        session: pytest.Session,
+        adapter: Any,
+        clean: tuple,
+        job: Any,
+        run: MutantRun,
+        started: float,
+        hand_back: Callable[[Any], NoReturn],
     ) -> MutantRun | None:
-        """In the child: start the mutant's process, run its tests in order to the first kill."""
+        """In the child: start the mutant's process, run its tests in order to the first kill,
+        each under its own deadline (deadlines.py): one that passes it makes the mutant a Timeout,
+        handed back from the timer's thread."""
         from elmo_conformance.adapters.wire.client import ProcessStartError
         from elmo_conformance.mutation.worker import judge
 
@@ -255,8 +269,21 @@ class WarmLoop:
             adapter.stop()
             return None
         collector = Collector(send, order=list(job.order), must_run=job.must_run, fail_fast=job.fail_fast)
+
+        def expired(nodeid: str, seconds: float) -> None:
+            timed_out = replace(run, status="Timeout", tests=dict(collector.outcomes), running=nodeid)
+            timed_out.reason = (
+                f"its test {nodeid} did not finish within {seconds:.1f} s (--test-timeout-min + --timeout-factor x "
+                "its time in the clean run)"
+            )
+            timed_out.duration = time.perf_counter() - started
+            end_process(adapter)
+            hand_back(timed_out)
+
+        watchdog = Watchdog(dict(zip(job.order, job.deadlines, strict=False)), expired)
         config = session.config
         config.pluginmanager.register(collector, "elmo-conformance-warm-collector")
+        config.pluginmanager.register(watchdog, "elmo-conformance-warm-deadlines")
         collector.pytest_sessionstart(session)
         items = list(session.items)
         collector.pytest_collection_modifyitems(config, items)
@@ -268,12 +295,26 @@ class WarmLoop:
                 if session.shouldstop or session.shouldfail:
                     break
         finally:
+            watchdog.close()
             adapter.stop()
         run.duration = time.perf_counter() - started
         # The exit status the session would have ended with: 2 when --fail-fast stopped it.
         failed = any(t.killed for t in collector.outcomes.values())
         exit_code = 2 if collector.stopped else 1 if failed else 0 if collector.outcomes else 5
         return judge(run, exit_code, collector)
+
+
+def end_process(adapter: Any) -> None:
+    """Kill the mutant's process group at once (it is past a deadline: no grace for a hung
+    program), then stop it as ever, which ends whatever of its family is left."""
+    connection = getattr(adapter, "_connection", None)
+    process = getattr(connection, "process", None)
+    if process is not None and process.poll() is None:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)  # started in a session of its own: its group
+        except OSError:
+            pass
+    adapter.stop()
 
 
 class _Hello:

@@ -76,6 +76,7 @@ class GeneratedJob(MutantJob):
     scratch: str = ""  # the run's scratch folder; this mutant's own is made inside it
     control: bool = False  # the clean implementation through every test (the control run)
     fresh: bool = False  # run in a pytest session of its own, not a warm worker's fork (warm.py)
+    deadlines: tuple[float, ...] = ()  # each test's of `order`, in a warm run (deadlines.py)
 
 
 _SAID: list[str] = []  # what the last suite run wrote to standard error (a refusal's reason)

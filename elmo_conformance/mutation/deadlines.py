@@ -1,0 +1,91 @@
+"""Each test's own deadline in a mutant's warm run (spec §13.2; docs/mutation.md, "Timeouts").
+
+A mutant that hangs (a loop whose counter no longer moves, a read of bytes that never come) is
+stopped at the first of two deadlines:
+
+- the whole run's, kept by the runner: `--timeout-min` + `--timeout-factor` x the clean run's time
+  of every test the mutant is to run; it stops the worker;
+- its current test's, kept here, in the process that judges the mutant: `--test-timeout-min` +
+  `--timeout-factor` x that test's call in the clean run.
+
+The second is the one a hang meets first: a mutant that hangs in its first test of 20 ms is a
+Timeout after about `--test-timeout-min` rather than after 20 s and more, and its worker (its
+warm session) lives on. Only a test's call is timed, as the clean run timed it (pytest's call
+phase): its fixtures' setup, which the clean run paid once per module, is left to the run's
+deadline.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import pytest
+
+TEST_TIMEOUT_MIN = 5.0  # seconds; the default of --test-timeout-min
+
+
+def deadline_of(clean_call_s: float, factor: float, minimum: float) -> float:
+    """A test's deadline in a mutant's run: `minimum` + `factor` x its call in the clean run."""
+    return minimum + factor * max(0.0, clean_call_s)
+
+
+class Watchdog:
+    """A pytest plugin that times each test's call against its deadline.
+
+    When a call passes its deadline, `expired(nodeid, seconds)` runs on the timer's thread; it
+    must end the process (it hands the verdict on and exits). After the last test, `close()`
+    disarms the watchdog, or, when a deadline has already fired, waits for that exit: the verdict
+    is then the timer's, and nothing else may be reported."""
+
+    def __init__(self, deadlines: Mapping[str, float], expired: Callable[[str, float], None]) -> None:
+        self.deadlines = dict(deadlines)
+        self.expired = expired
+        self._lock = threading.Lock()
+        self._timer: threading.Timer | None = None
+        self._closed = False
+        self._fired = False
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Iterator[Any]:
+        seconds = self.deadlines.get(item.nodeid)
+        if seconds is not None:
+            self._arm(item.nodeid, seconds)
+        try:
+            return (yield)
+        finally:
+            self._disarm()
+
+    def _arm(self, nodeid: str, seconds: float) -> None:
+        timer = threading.Timer(seconds, self._fire, (nodeid, seconds))
+        timer.daemon = True
+        with self._lock:
+            if self._closed:
+                return
+            self._timer = timer
+        timer.start()
+
+    def _disarm(self) -> None:
+        with self._lock:
+            timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+
+    def _fire(self, nodeid: str, seconds: float) -> None:
+        with self._lock:
+            if self._closed or self._timer is not threading.current_thread():
+                return  # its call ended (or the run did) as the timer went off
+            self._closed = self._fired = True
+        self.expired(nodeid, seconds)
+
+    def close(self) -> None:
+        """Disarm for good; when a deadline already fired, wait for `expired` to end the process."""
+        with self._lock:
+            self._closed = True
+            fired, timer, self._timer = self._fired, self._timer, None
+        if timer is not None:
+            timer.cancel()
+        while fired:  # `expired` is handing the verdict on, then exits the process
+            time.sleep(1.0)
