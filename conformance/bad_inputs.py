@@ -206,11 +206,11 @@ def _with_params_size(x: Inputs, vocab: int | None = None, d: int | None = None)
 
 
 def _value(expression: str, x: Inputs) -> float:
-    """A clause's value in the spec's symbols ("V", "T + 1", "-1", "5e-324") for the inputs x (C is
-    both n_classes and the columns of W: valid_arguments makes them one number)."""
+    """A clause's value in the spec's symbols ("V", "T + 1", "V - 1", "-1", "5e-324") for the inputs
+    x (C is both n_classes and the columns of W: valid_arguments makes them one number)."""
     symbols = {"V": vocab(x), "T": x.ids.shape[1], "C": int(x.n_classes)}
     total = 0.0
-    for term in expression.split(" + "):
+    for term in expression.replace(" - ", " + -").split(" + "):
         total += symbols[term] if term in symbols else float(term)
     return total
 
@@ -410,13 +410,14 @@ def _neighbours(c: Clause) -> list[tuple[str, tuple[str, ...], Change]]:
             )
         ]
     if kind in ("below", "above"):
-        step = 1 if kind == "below" else -1
+        # §8: the value a step inside the range, or the clause's own neighbour ("V - 1" for "V + 1")
+        shown = c.neighbour or _stepped(c.value or "", 1 if kind == "below" else -1)
         where_text = WHERE.get(c.at or "", "")
 
         def step_inside(x: Inputs, dt: np.dtype) -> Inputs:
-            return _set(x, c, _with_element(_get(x, c), _position(c, x), _value(c.value or "", x) + step))
+            return _set(x, c, _with_element(_get(x, c), _position(c, x), _value(shown, x)))
 
-        one, shown = SINGULAR[c.argument], _stepped(c.value or "", step)
+        one = SINGULAR[c.argument]
         return [(f"a{'n' if one[0] in 'aeiou' else ''} {one} of {shown}{where_text}", fs, step_inside)]
     if kind == "empty" and c.entry == "embedding":
         which = "vocab" if c.axis == 0 else "d"
