@@ -67,6 +67,7 @@ from elmo_conformance.mutation.generate import (
 from elmo_conformance.mutation.html import NpmUnavailable, write_html
 from elmo_conformance.mutation.inert import Inert, project_python_files
 from elmo_conformance.mutation.model import Baseline, MutantInfo, MutantRun
+from elmo_conformance.mutation.nearby import Nearby, file_region, program_region, python_region
 from elmo_conformance.mutation.pool import WorkerStartError, run_jobs
 from elmo_conformance.mutation.reach import DEFINITIONS, EVERY, ONE, ProgramMap, program_reach, python_reach
 from elmo_conformance.mutation.runner import SESSION_OVERHEAD_S, Options, Plan, Results
@@ -472,6 +473,7 @@ class GeneratedPlan(Plan):
         self.marked: dict[str, Equivalent] = {}  # mutants the user marked equivalent: Ignored, not run
         self.sources: list[Path] = []  # every source file given (a program's call graph is read from all)
         self.fresh = False  # --fresh: no warm worker (warm.py)
+        self.nearby = Nearby(file_region)  # killers of nearby mutants first; by function once the baseline is in
         lines = tuple(sorted({m.file for m in mutants})) if target.python else ()
         n = results.options.workers
         copy, run_as, cwd = baseline_copy(target, scratch / "baseline")
@@ -502,7 +504,18 @@ class GeneratedPlan(Plan):
         if self.control_job is not None:  # first: it takes a whole suite run, the baseline's shards share one
             job, self.control_job = self.control_job, None
             return job, self.results.options.baseline_timeout
-        return super().next_job()
+        handed = super().next_job()
+        if handed is None:
+            return None
+        given, timeout = handed
+        if not isinstance(given, GeneratedJob) or given.generated is None:
+            return handed
+        order = self.nearby.first(given.generated, given.order)  # killers of nearby mutants first (nearby.py)
+        if order == given.order:
+            return handed
+        moved = replace(given, order=order, deadlines=self._deadlines(order))
+        self.partial[moved] = self.partial.pop(given)
+        return moved, timeout
 
     def on_done(self, job: object, result: object) -> None:
         if isinstance(job, GeneratedJob) and job.control:
@@ -524,12 +537,20 @@ class GeneratedPlan(Plan):
 
     def _reach(self, baseline: Baseline) -> Callable[[Generated], set[str] | None]:
         if self.target.python:
+            self.nearby = Nearby(python_region)
             return lambda m: python_reach(m.file, m.line, baseline.lines)
         from elmo_conformance.spec.protocol import protocol
 
         sources = self.sources or sorted({Path(m.file) for m in self.mutants})
         program = ProgramMap([f for f in sources if language_of(f) in DEFINITIONS], protocol().functions)
+        self.nearby = Nearby(program_region(program.function_at))
         return lambda m: program_reach(program, m.file, m.line, baseline.calls)
+
+    def _deadlines(self, order: tuple[str, ...]) -> tuple[float, ...]:
+        """Each test's own deadline in a warm run (deadlines.py), in `order`."""
+        assert self.baseline is not None
+        options, tests = self.results.options, self.baseline.tests
+        return tuple(deadline_of(tests[n].duration, options.timeout_factor, options.test_timeout_min) for n in order)
 
     def _baseline_done(self, baseline: Baseline) -> None:
         self.results.baselines[baseline.impl] = baseline
@@ -619,10 +640,7 @@ class GeneratedPlan(Plan):
                 generated=mutant,
                 scratch=str(self.scratch),
                 fresh=self.fresh,
-                deadlines=tuple(
-                    deadline_of(baseline.tests[n].duration, options.timeout_factor, options.test_timeout_min)
-                    for n in order
-                ),
+                deadlines=self._deadlines(order),
             )
             self.mutant_jobs.append((job, timeout, estimate))
             self.outstanding += 1
@@ -635,6 +653,8 @@ class GeneratedPlan(Plan):
 
     def _mutant_done(self, job: MutantJob, run: MutantRun) -> None:
         self.partial.pop(job, None)
+        if run.status == "Killed" and isinstance(job, GeneratedJob) and job.generated is not None:
+            self.nearby.killed(job.generated, run.killers)
         self._record(run)
 
     def _record(self, run: MutantRun, ran: bool = True) -> None:

@@ -56,6 +56,18 @@ def _python_statements(file: str, text: str) -> tuple[list[tuple[int, int, bool]
     return found, headers
 
 
+def python_function(file: str, line: int) -> int | None:
+    """The first line of the function outside every function that holds `line` of `file`
+    (its decorators and header included), or None (module or class level; a file that does not
+    parse)."""
+    try:
+        text = Path(file).read_text(encoding="utf-8")
+        _, functions = _python_statements(file, text)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    return next((top for top, _, _, last in functions if top <= line <= last), None)
+
+
 def python_reach(file: str, line: int, lines: Mapping[str, Mapping[int, Iterable[str]]]) -> set[str] | None:
     """The tests that reach `line` of `file`, or EVERY."""
     text = Path(file).read_text(encoding="utf-8")
