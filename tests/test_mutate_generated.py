@@ -174,6 +174,7 @@ def test_an_interrupted_run_leaves_the_users_sources_as_they_were(how: signal.Si
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     command = [sys.executable, "-m", "elmo_conformance", "mutate", "--impl", str(user / "outside_mix.py")]
     command += ["-k", "hand_example", "--out", str(tmp_path / "report"), "--no-html", "--timeout-min", "300"]
+    command += ["--test-timeout-min", "300"]  # the hanging mutant hangs until the signal, past no deadline
     command += ["--mutant", ids["k += 1 -> pass"], "--mutant", ids["e / total -> None"]]
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                text=True, start_new_session=True)  # fmt: skip

@@ -411,6 +411,7 @@ def test_ctrl_c_writes_a_partial_report_and_exits_130(tmp_path: Path) -> None:
     found = ids(tmp_path, ("mix.py",))
     script = launcher(tmp_path / "bin")
     command = [str(script), "mutate", "--impl", "mix.py", "-k", JUDGING, "--no-html", "--timeout-min", "300"]
+    command += ["--test-timeout-min", "300"]  # the mutant hangs until the interrupt, past no deadline
     command += ["--out", str(tmp_path / "out"), "--workers", "1", "--mutant", found[("mix.py", "k += 1 -> pass")]]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(
