@@ -1,6 +1,6 @@
 """Each test's own deadline in a warm mutant run (elmo_conformance/mutation/deadlines.py, spec §13.2):
 the watchdog fires for a call past its deadline, names that test, and never for a call that ended
-in time, nor for a test other than the one it was armed for. The whole path (a hanging mutant
+in time, nor for a test other than the one it was armed for; one thread times every call. The whole path (a hanging mutant
 handed back as a Timeout by its worker) is tests/test_mutate_warm.py's."""
 
 from __future__ import annotations
@@ -58,26 +58,26 @@ def test_calls_within_their_deadlines_never_fire() -> None:
     assert fired == []
 
 
-def test_a_timer_that_went_off_as_its_call_ended_does_not_fire_for_the_next_test() -> None:
-    """t[a]'s timer, already past its wait when t[a]'s call ended (waiting for the lock while the
-    call disarmed it), runs its check while t[b] is being timed: it must not fire."""
+def test_a_deadline_that_passes_after_its_call_ended_does_not_fire_for_the_next_test() -> None:
+    """t[a]'s deadline (0.05 s) passes while t[b] is being timed (5 s): t[a]'s call has ended, so
+    nothing fires, and t[b] is judged by its own deadline."""
     fired, _, expired = recorder()
-    watchdog = Watchdog({"t[a]": 5.0, "t[b]": 5.0}, expired)  # type: ignore[arg-type]
-    first = watchdog.pytest_runtest_call(SimpleNamespace(nodeid="t[a]"))
-    next(first)
-    stale = watchdog._timer
-    assert stale is not None
-    for _ in first:  # t[a]'s call ends: disarmed
-        pass
-    second = watchdog.pytest_runtest_call(SimpleNamespace(nodeid="t[b]"))
-    next(second)  # t[b]'s call is being timed
-    late = threading.Thread(target=watchdog._fire, args=("t[a]", 5.0))  # t[a]'s timer, running late
-    late.start()
-    late.join(2)
-    for _ in second:
-        pass
+    watchdog = Watchdog({"t[a]": 0.05, "t[b]": 5.0}, expired)  # type: ignore[arg-type]
+    call(watchdog, "t[a]", 0.0)
+    call(watchdog, "t[b]", 0.3)  # t[a]'s deadline passes during this call
     assert fired == []  # (close() would wait for the process's exit after a firing)
     watchdog.close()
+
+
+def test_one_thread_times_every_call() -> None:
+    fired, _, expired = recorder()
+    watchdog = Watchdog({f"t[{i}]": 5.0 for i in range(50)}, expired)  # type: ignore[arg-type]
+    before = threading.active_count()
+    for i in range(50):
+        call(watchdog, f"t[{i}]", 0.0)
+    assert threading.active_count() == before + 1
+    watchdog.close()
+    assert fired == []
 
 
 def test_close_disarms_the_watchdog_for_good() -> None:
