@@ -67,6 +67,18 @@ def _target(tmp_path: Path, root: Path, monkeypatch: pytest.MonkeyPatch) -> Targ
     return replace(target, template=str(clean), build_dirs=build_folders(clean, before))
 
 
+@pytest.fixture
+def built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Target]:
+    """The project, and its target copied and built as `mutate` does."""
+    root = _project(tmp_path)
+    return root, _target(tmp_path, root, monkeypatch)
+
+
+def _program(mutant_folder: Path) -> str:
+    """The program a mutant's copy holds after its build."""
+    return (mutant_folder / "src" / "out" / "prog").read_text(encoding="utf-8")
+
+
 def _mutant(root: Path, name: str, text: str) -> Generated:
     line = (root / name).read_text(encoding="utf-8").splitlines()[-1]
     return Generated(f"id-{name}-{text}", str(root / name), 2 if name == "a.txt" else 1, line, text, "test", "c")
@@ -77,23 +89,22 @@ def _log(target: Target) -> list[str]:
     return kept.read_text(encoding="utf-8").split()
 
 
-def test_the_clean_builds_folders_are_the_ones_it_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    target = _target(tmp_path, _project(tmp_path), monkeypatch)
+def test_the_clean_builds_folders_are_the_ones_it_made(built: tuple[Path, Target]) -> None:
+    _, target = built
     assert target.build_dirs == ("out",)
     folder = Path(target.template or "")
     assert build_folders(folder, {e.name for e in folder.iterdir()}) == ()  # nothing new: none
 
 
 def test_each_worker_keeps_its_build_folders_and_rebuilds_only_what_changed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, built: tuple[Path, Target]
 ) -> None:
-    root = _project(tmp_path)
-    target = _target(tmp_path, root, monkeypatch)
+    root, target = built
     first = _mutant(root, "a.txt", "echo A")
     prepare(target, first, tmp_path / "m1")
     # The first mutant of a worker starts from the clean build: only a.txt is compiled again.
     assert _log(target) == ["a", "b", "a"]
-    assert (tmp_path / "m1" / "src" / "out" / "prog").read_text(encoding="utf-8").endswith("echo A\necho b\n")
+    assert _program(tmp_path / "m1").endswith("echo A\necho b\n")
     # The copy holds the program, not the build folder: the next mutant does not see what this one's run writes.
     assert sorted(p.name for p in (tmp_path / "m1" / "src" / "out").iterdir()) == ["a.o", "b.o", "log", "prog"]
     (tmp_path / "m1" / "src" / "out" / "a.o").write_text("written by the mutant's run\n", encoding="utf-8")
@@ -101,30 +112,26 @@ def test_each_worker_keeps_its_build_folders_and_rebuilds_only_what_changed(
     prepare(target, second, tmp_path / "m2")
     # a.txt is the clean one again (restored, stamped newer than the last build), b.txt the mutant's.
     assert _log(target) == ["a", "b", "a", "a", "b"]
-    program = (tmp_path / "m2" / "src" / "out" / "prog").read_text(encoding="utf-8")
+    program = _program(tmp_path / "m2")
     assert program == "#!/bin/sh\necho a\necho B\n"
     # The clean implementation, run as every mutant is, after the worker's mutants: b.txt rebuilt, a.o kept.
     prepare(target, None, tmp_path / "m3")
     assert _log(target) == ["a", "b", "a", "a", "b", "b"]
-    assert (tmp_path / "m3" / "src" / "out" / "prog").read_text(encoding="utf-8") == "#!/bin/sh\necho a\necho b\n"
+    assert _program(tmp_path / "m3") == "#!/bin/sh\necho a\necho b\n"
 
 
 def test_a_failed_build_is_a_compile_error_and_the_next_mutant_is_built_right(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, built: tuple[Path, Target]
 ) -> None:
-    root = _project(tmp_path)
-    target = _target(tmp_path, root, monkeypatch)
+    root, target = built
     with pytest.raises(BuildFailed, match="exited with code 1"):
         prepare(target, _mutant(root, "a.txt", "BROKEN"), tmp_path / "m1")
     prepare(target, _mutant(root, "b.txt", "echo B"), tmp_path / "m2")
-    assert (tmp_path / "m2" / "src" / "out" / "prog").read_text(encoding="utf-8") == "#!/bin/sh\necho a\necho B\n"
+    assert _program(tmp_path / "m2") == "#!/bin/sh\necho a\necho B\n"
 
 
-def test_a_build_stopped_at_its_deadline_leaves_nothing_to_reuse(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root = _project(tmp_path)
-    target = _target(tmp_path, root, monkeypatch)
+def test_a_build_stopped_at_its_deadline_leaves_nothing_to_reuse(tmp_path: Path, built: tuple[Path, Target]) -> None:
+    root, target = built
     prepare(target, _mutant(root, "a.txt", "echo A"), tmp_path / "m1")
     slow = replace(target, build="echo half > out/half; sleep 30", build_timeout=0.5)
     with pytest.raises(BuildTimedOut):
