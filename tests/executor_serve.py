@@ -16,16 +16,12 @@ import signal
 import time
 from typing import Any
 
+from elmo_conformance.executor.local import next_job
+
 
 def serve(conn: Any, log_path: str) -> None:
     conn.send(("ready", os.getpid()))
-    while True:
-        try:
-            job = conn.recv()
-        except EOFError:
-            return
-        if job is None:
-            return
+    while (job := next_job(conn)) is not None:
         kind, n = job
         conn.send(("start", f"{kind} {n}"))
         conn.send(("test", f"{kind} {n} partial"))

@@ -53,6 +53,15 @@ class WorkerStartError(RuntimeError):
     """A worker died before it was ready: nothing can run."""
 
 
+def next_job(conn: Any) -> Any:
+    """In a worker: the next job on its connection, or None when the runner is done with it (it
+    sent None, or closed its end)."""
+    try:
+        return conn.recv()
+    except EOFError:
+        return None
+
+
 def child_main(argv: list[str]) -> None:
     """The worker process: `serve(connection, log_path)` for argv = [FD, "module:function", LOG]
     and, for a worker of a Dask worker, "unship" (shipping.Unshipping: it reads shipped jobs)."""

@@ -53,6 +53,7 @@ from typing import Any, NoReturn
 
 import pytest
 
+from elmo_conformance.executor.local import next_job
 from elmo_conformance.mutation.collector import Collector
 from elmo_conformance.mutation.deadlines import Watchdog
 from elmo_conformance.mutation.model import MutantRun
@@ -167,10 +168,7 @@ class WarmLoop:
                 self.leftover = replace(job, fresh=True)
                 return True
             self.conn.send(("done", run))
-            try:
-                following = self.conn.recv()
-            except EOFError:
-                following = None
+            following = next_job(self.conn)
             if following is None:
                 self.leftover = STOP
                 return True

@@ -25,6 +25,7 @@ from hypothesis import Phase, settings
 import elmo_conformance.conformance.plugin  # noqa: F401  (registers the harness's "conformance" Hypothesis profile)
 from elmo_conformance.adapters.declared import declared_mutants, describe
 from elmo_conformance.adapters.loading import AdapterLoadError, load_adapter, load_mutant
+from elmo_conformance.executor.local import next_job
 from elmo_conformance.ground.resources import package_dir
 from elmo_conformance.mutation import warm
 from elmo_conformance.mutation.collector import CallRecorder, Collector, Coverage, LineCoverage, Send
@@ -312,13 +313,8 @@ def serve(conn: Connection, log_path: str) -> None:
     conn.send(("ready", os.getpid()))
     pending: Any = None  # a job a warm session received but could not run
     while True:
-        if pending is not None:
-            job, pending = pending, None
-        else:
-            try:
-                job = conn.recv()
-            except EOFError:
-                return
+        job = pending if pending is not None else next_job(conn)
+        pending = None
         if job is None:
             return
         try:
