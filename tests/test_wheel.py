@@ -463,6 +463,9 @@ def _check_verdicts(done: subprocess.CompletedProcess, report: dict, expected: d
         if m["status"] == "Killed":
             assert m["killedBy"] and set(m["killedBy"]) <= tests, m
             assert m["testsCompleted"] >= 1, m
+        if m["status"] == "Timeout":  # stopped at its test's own deadline by the worker that judged it
+            hung = m["statusReason"].removeprefix("its test ").split(" did not finish within ", 1)
+            assert len(hung) == 2 and hung[0] in tests, m
 
 
 def _choose(folder: Path, names: tuple[str, ...], wanted: dict[tuple[str, str], str]) -> list[str]:
@@ -535,12 +538,17 @@ def test_the_installed_mutate_judges_a_package_whose_mutant_writes_to_its_own_fi
 
 def test_the_installed_mutate_builds_a_program_in_its_copy(with_mutate: WithMutate, tmp_path: Path) -> None:
     """(c) A `cmd:` program made by --build: a mutant the build refuses is a CompileError, one
-    that builds is killed by a named test, and the user's folder never holds the program."""
+    that builds is killed by a named test, one whose loop never ends is a Timeout at the test it
+    hung in, and the user's folder never holds the program."""
     from tests.test_mutate_trust import PROGRAM_BUILD
 
     shutil.copy(ROOT / "tests" / "examples" / "outside_mix.py", tmp_path / "mix.py")
     (tmp_path / "Makefile").write_text("# built by the --build command\n", encoding="utf-8")
-    expected = {("mix.py", "e / total -> None"): "Killed", ("mix.py", "max -> min"): "CompileError"}
+    expected = {
+        ("mix.py", "e / total -> None"): "Killed",
+        ("mix.py", "max -> min"): "CompileError",
+        ("mix.py", "k += 1 -> pass"): "Timeout",
+    }
     build = "grep -q 's.max()' mix.py && " + PROGRAM_BUILD.format(python=with_mutate.python)
     args = ["--impl", "cmd:./prog", "--source", "mix.py", "--build", build]
     _mutate_and_check(with_mutate, tmp_path, args, "hand_example or stable_for_large_s", expected)
