@@ -70,3 +70,28 @@ def test_lines_the_harness_runs_itself_reach_no_test() -> None:
     assert all(not recorded.get(str(line)) for line in body), {line: recorded.get(str(line)) for line in body}
     bilm = found["lines"][str(ROOT / "reference" / "bilm.py")]
     assert {test for tests in bilm.values() for test in tests} == set(found["tests"])
+
+
+CALLS = """
+import json
+from elmo_conformance.mutation.worker import BaselineJob, _register_profile, run_baseline
+
+_register_profile()
+job = BaselineJob("c", select="hand_example_scalar_mix or scalar_mix_vjp_matches_reference", record_calls=True)
+baseline = run_baseline(job, lambda event: None)
+print(json.dumps({"error": baseline.error, "tests": sorted(baseline.tests), "calls": baseline.calls}))
+"""
+
+
+def test_a_programs_baseline_records_the_protocol_functions_each_test_calls() -> None:
+    """§13.2: for a program (the built-in c, a process), the baseline records which protocol
+    functions each test calls, the map from a program's functions to the tests that reach them."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", CALLS], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found["error"] is None and len(found["tests"]) == 4, found
+    hand = sorted(t for t in found["tests"] if "hand_example" in t)
+    vjp = sorted(t for t in found["tests"] if "vjp" in t)
+    assert found["calls"]["scalar_mix"] == hand, found["calls"]
+    assert found["calls"]["scalar_mix_vjp"] == vjp, found["calls"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import cProfile
 from collections.abc import Callable, Iterable
+from typing import Any, ClassVar
 
 import pytest
 
@@ -44,11 +45,50 @@ class Coverage:
         self._profile = self._test = None
 
 
+class Calls:
+    """The harness's calls into the implementation during the baseline: `Case._invoke`, the one way
+    it reaches an implementation during a test, wrapped once while any watcher is registered. A
+    watcher's `entered(method)` runs before each call and `left()` after it."""
+
+    _watchers: ClassVar[list[Any]] = []
+    _original: ClassVar[Callable | None] = None
+
+    @classmethod
+    def watch(cls, watcher: Any) -> None:
+        from elmo_conformance.conformance.case import Case
+
+        cls._watchers.append(watcher)
+        if cls._original is not None:
+            return
+        original = cls._original = Case._invoke
+        watchers = cls._watchers
+
+        def _invoke(case, method, args, kwargs):  # noqa: ANN001, ANN202
+            for watcher in watchers:
+                watcher.entered(method)
+            try:
+                return original(case, method, args, kwargs)
+            finally:
+                for watcher in watchers:
+                    watcher.left()
+
+        Case._invoke = _invoke  # type: ignore[method-assign]
+
+    @classmethod
+    def unwatch(cls, watcher: Any) -> None:
+        if watcher in cls._watchers:
+            cls._watchers.remove(watcher)
+        if not cls._watchers and cls._original is not None:
+            from elmo_conformance.conformance.case import Case
+
+            Case._invoke = cls._original  # type: ignore[method-assign]
+            cls._original = None
+
+
 class LineCoverage:
     """Which lines of the given Python files each test runs *inside its calls to the
-    implementation* (spec §13.2): coverage.py's C tracer with one dynamic context per call of
-    `Case._invoke`, the one way the harness reaches an implementation during a test, limited to
-    those files.
+    implementation* (spec §13.2, `Calls`): coverage.py's C tracer with one dynamic context per
+    call, limited to those files.
 
     Lines the harness runs itself are in no test's set: the expected values it computes with the
     reference (`reference.bilm_layers(...)` in a test) and its inputs (`init_params` in
@@ -65,11 +105,10 @@ class LineCoverage:
         self._coverage = coverage.Coverage(data_file=None, include=self.files, config_file=False)
         self._started = False
         self._test: str | None = None
-        self._original: Callable | None = None
 
     def begin(self, nodeid: str) -> None:
         if not self._started:
-            self._patch()
+            Calls.watch(self)
             self._coverage.start()
             self._started = True
         self._test = nodeid
@@ -77,34 +116,16 @@ class LineCoverage:
     def end(self) -> None:
         self._test = None
 
-    def _patch(self) -> None:
-        from elmo_conformance.conformance.case import Case
+    def entered(self, method: str) -> None:
+        if self._test is not None:
+            self._coverage.switch_context(self._test)
 
-        original = Case._invoke
-        recorder = self
-
-        def _invoke(case, method, args, kwargs):  # noqa: ANN001, ANN202
-            test = recorder._test
-            if test is None:
-                return original(case, method, args, kwargs)
-            recorder._coverage.switch_context(test)
-            try:
-                return original(case, method, args, kwargs)
-            finally:
-                recorder._coverage.switch_context("")
-
-        Case._invoke = _invoke  # type: ignore[method-assign]
-        self._original = original
-
-    def _unpatch(self) -> None:
-        if self._original is not None:
-            from elmo_conformance.conformance.case import Case
-
-            Case._invoke = self._original  # type: ignore[method-assign]
-            self._original = None
+    def left(self) -> None:
+        if self._test is not None:
+            self._coverage.switch_context("")
 
     def result(self) -> dict[str, dict[int, list[str]]]:
-        self._unpatch()
+        Calls.unwatch(self)
         if not self._started:
             return {}
         self._coverage.stop()
@@ -117,39 +138,33 @@ class LineCoverage:
 
 
 class CallRecorder:
-    """Which protocol functions each test calls on a process (`cmd:`, §15): the map from a
-    compiled program's code to the tests that can reach it (spec §13.2)."""
+    """Which protocol functions each test calls on a process (`cmd:`, §15; `Calls`): the map from
+    a compiled program's code to the tests that can reach it (spec §13.2)."""
 
     def __init__(self) -> None:
         self.calls: dict[str, set[str]] = {}
         self._test: str | None = None
-        self._patched = False
+        self._watching = False
 
     def begin(self, nodeid: str) -> None:
-        if not self._patched:
-            from elmo_conformance.adapters.wire import client
-
-            original = client.ProcessAdapter.call
-            recorder = self
-
-            def call(adapter, function, bound, mutant):  # noqa: ANN001, ANN202
-                if recorder._test is not None:
-                    recorder.calls.setdefault(function.name, set()).add(recorder._test)
-                return original(adapter, function, bound, mutant)
-
-            client.ProcessAdapter.call = call  # type: ignore[method-assign]
-            self._original, self._patched = original, True
+        if not self._watching:
+            Calls.watch(self)
+            self._watching = True
         self._test = nodeid
 
     def end(self) -> None:
         self._test = None
 
-    def result(self) -> dict[str, list[str]]:
-        if self._patched:
-            from elmo_conformance.adapters.wire import client
+    def entered(self, method: str) -> None:
+        if self._test is not None:
+            self.calls.setdefault(method, set()).add(self._test)
 
-            client.ProcessAdapter.call = self._original  # type: ignore[method-assign]
-            self._patched = False
+    def left(self) -> None:
+        pass
+
+    def result(self) -> dict[str, list[str]]:
+        Calls.unwatch(self)
+        self._watching = False
         return {name: sorted(tests) for name, tests in self.calls.items()}
 
 
