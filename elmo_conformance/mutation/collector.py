@@ -179,6 +179,7 @@ class Collector:
         shard: tuple[int, int] = (0, 1),
         lines: LineCoverage | None = None,
         calls: CallRecorder | None = None,
+        program_lines: Any = None,  # gcov.ProgramLines: a program's lines each test ran
     ) -> None:
         self.send = send
         self.order = order
@@ -186,7 +187,7 @@ class Collector:
         self.must_run = set(must_run)
         self.fail_fast = fail_fast
         self.coverage = coverage
-        self.tracers = [t for t in (coverage, lines, calls) if t is not None]
+        self.tracers = [t for t in (coverage, lines, calls, program_lines) if t is not None]
         self.outcomes: dict[str, TestOutcome] = {}
         self.locations: dict[str, tuple[str, int]] = {}
         self.collect_errors: list[str] = []

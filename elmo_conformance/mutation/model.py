@@ -43,6 +43,11 @@ class Baseline:
     coverage: dict[str, list[str]] = field(default_factory=dict)  # mutant id -> nodeids
     lines: dict[str, dict[int, list[str]]] = field(default_factory=dict)  # file -> line -> nodeids that ran it
     calls: dict[str, list[str]] = field(default_factory=dict)  # protocol function -> nodeids that called it
+    # A program's lines measured with gcov (gcov.py): `lines` then holds every line gcov knows (a line
+    # no test ran with no nodeids), and `functions` each function's span with the tests that entered it.
+    functions: dict[str, list[tuple[int, int, list[str]]]] = field(default_factory=dict)
+    measured: str = ""  # "gcov" when a program's lines were measured; empty otherwise
+    coverage_problem: str | None = None  # why they were not, when they were to be
     duration: float = 0.0
     exit_code: int = 0
 

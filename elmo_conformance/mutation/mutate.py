@@ -55,6 +55,7 @@ from elmo_conformance.mutation.equivalents import (
     entry_text,
     load,
 )
+from elmo_conformance.mutation.gcov import line_reach
 from elmo_conformance.mutation.generate import (
     EngineMissing,
     Generated,
@@ -75,6 +76,7 @@ from elmo_conformance.mutation.sampling import Drawn, draw, interval
 from elmo_conformance.mutation.scratch import (
     BuildFailed,
     Copied,
+    ProgramCoverage,
     Target,
     UsageError,
     baseline_copy,
@@ -149,6 +151,24 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="a file the build makes (relative to the project root) whose bytes decide the program's behaviour; "
         "a mutant that makes the clean one's bytes, or another mutant's, is set aside (default: the cmd: program "
         "when it is a compiled binary; docs/mutation.md)",
+    )
+    parser.add_argument(
+        "--coverage-build",
+        metavar="CMD",
+        help="shell command that builds the program instrumented for gcov (GCC's or clang's --coverage) in a fresh "
+        "copy of the project: the baseline then measures the lines each test runs, and each mutant runs only the "
+        "tests that ran its line (default for the built-in c: its build at -O0 with --coverage; docs/mutation.md)",
+    )
+    parser.add_argument(
+        "--gcov",
+        metavar="CMD",
+        default="gcov",
+        help="the gcov that reads the coverage build's counts (default %(default)s; for clang: 'llvm-cov gcov')",
+    )
+    parser.add_argument(
+        "--no-line-coverage",
+        action="store_true",
+        help="do not measure a program's lines: a mutant runs every test of the protocol functions that reach it",
     )
     parser.add_argument(
         "--build-timeout",
@@ -262,6 +282,37 @@ def default_build_c(root: Path) -> str:
     )
 
 
+def default_coverage_build_c() -> str:
+    """The built-in c's coverage build (gcov.py): its build, unoptimized (-O0: each line's code
+    stays on its line) and instrumented with --coverage, compiling every file."""
+    build_module = importlib.import_module(BUILTINS["c"][0])
+    flags = [f for f in build_module.flags(False) if f not in ("-Werror", *build_module.OPTIMIZED)] + ["-O0"]
+    cc = f"{shlex.join(build_module.compiler())} {shlex.join(flags)} --coverage"
+    return f'for f in *.c; do {cc} -c "$f" -o "${{f%.c}}.o" || exit 1; done; {cc} -o {build_module.PROGRAM} *.o -lm'
+
+
+def coverage_option(args: argparse.Namespace, program: str | None, builtin: bool) -> ProgramCoverage | None:
+    """How a program's lines are measured (--coverage-build, --gcov), or None: a Python
+    implementation, --no-line-coverage, a program with no coverage build, or the built-in c where
+    gcov is not found (its default then goes without a word: nothing was asked)."""
+    if args.no_line_coverage or program is None:
+        if args.coverage_build and program is None:
+            raise UsageError("--coverage-build: a Python implementation's lines are measured by coverage.py already")
+        return None
+    build = args.coverage_build or (default_coverage_build_c() if builtin else None)
+    if build is None:
+        return None
+    words = shlex.split(args.gcov)
+    if not words or shutil.which(words[0]) is None:
+        if args.coverage_build or args.gcov != "gcov":
+            raise UsageError(
+                f"--gcov {args.gcov}: not found on PATH; --coverage-build needs the gcov of the compiler that builds "
+                "it (or give --no-line-coverage)"
+            )
+        return None
+    return ProgramCoverage(build, args.gcov)
+
+
 def served_path() -> tuple[str, ...]:
     """The PYTHONPATH of a clean run's served adapter (adapters/loading.py): a mutant is
     served with the same one, mapped into its copy. Never a site-packages folder: there it would
@@ -338,6 +389,7 @@ def resolve(args: argparse.Namespace) -> tuple[Target, list[Path]]:
         import_path=served_path() if python else (),
         artifact=artifact_option(args.artifact, root, build_command),
         check=check_command or None,
+        coverage=coverage_option(args, program, builtin=impl in PROGRAMS and not args.build),
     )
     return target, files
 
@@ -387,6 +439,7 @@ def verdict_options(args: argparse.Namespace) -> dict[str, object]:
         "root": str(args.root) if args.root else None,
         "artifact": args.artifact,
         "check": args.check,
+        "line_coverage": None if args.no_line_coverage else [args.coverage_build, args.gcov],
         "sandbox": sandbox.active(),
     }
 
@@ -488,6 +541,8 @@ class GeneratedPlan(Plan):
                 copy=copy,
                 run_as=run_as,
                 cwd=cwd,
+                target=target if target.coverage is not None else None,
+                scratch=str(scratch),
             )
             for i in range(n)
         ]
@@ -544,7 +599,18 @@ class GeneratedPlan(Plan):
         sources = self.sources or sorted({Path(m.file) for m in self.mutants})
         program = ProgramMap([f for f in sources if language_of(f) in DEFINITIONS], protocol().functions)
         self.nearby = Nearby(program_region(program.function_at))
-        return lambda m: program_reach(program, m.file, m.line, baseline.calls)
+        if not baseline.measured:
+            return lambda m: program_reach(program, m.file, m.line, baseline.calls)
+        # The lines each test ran (gcov.py), where they say; the protocol functions elsewhere.
+        real = os.path.realpath
+        lines = {real(file): by_line for file, by_line in baseline.lines.items()}
+        functions = {real(file): spans for file, spans in baseline.functions.items()}
+
+        def measured(m: Generated) -> set[str] | None:
+            found = line_reach(real(m.file), m.line, lines, functions)
+            return found if found is not None else program_reach(program, m.file, m.line, baseline.calls)
+
+        return measured
 
     def _deadlines(self, order: tuple[str, ...]) -> tuple[float, ...]:
         """Each test's own deadline in a warm run (deadlines.py), in `order`."""
@@ -561,6 +627,18 @@ class GeneratedPlan(Plan):
             f"baseline {baseline.impl}: {len(baseline.ran)} tests of {baseline.name!r} ran, "
             f"{len(baseline.failures)} failed, in {baseline.duration:.1f} s"
         )
+        if baseline.measured:
+            known = sum(len(by_line) for by_line in baseline.lines.values())
+            ran = sum(1 for by_line in baseline.lines.values() for tests in by_line.values() if tests)
+            self.progress(
+                f"line coverage ({baseline.measured}): {ran} of the {known} lines it knows in {len(baseline.lines)} "
+                "files ran in some test; a mutant runs the tests that ran its line"
+            )
+        elif baseline.coverage_problem:
+            self.progress(
+                f"line coverage: off, {baseline.coverage_problem.splitlines()[0]}; a mutant runs every test of the "
+                "protocol functions that reach it"
+            )
         if baseline.failures or not baseline.ran or baseline.unavailable:
             return
         self.baseline = baseline
@@ -596,6 +674,14 @@ class GeneratedPlan(Plan):
         if baseline is None or control is None or self.control_problem:
             return
         passing = {t.nodeid for t in control.tests.values() if t.outcome == "passed"}
+        if baseline.measured:
+            # The baseline ran the coverage build, unoptimized and started again for each test: a
+            # test's cost, its deadline and a mutant's are the control run's, the program as built.
+            timed = {
+                n: replace(t, duration=control.tests[n].duration) if n in control.tests else t
+                for n, t in baseline.tests.items()
+            }
+            baseline.tests = timed
         reach = self._reach(baseline)
         tests = sorted(baseline.ran, key=lambda t: (t.duration, t.index))  # cheap tests first: the first kill sooner
         tests = [t for t in tests if t.nodeid in passing]
@@ -623,10 +709,12 @@ class GeneratedPlan(Plan):
                 order = tuple(t.nodeid for t in tests[:1])
             else:
                 order = tuple(t.nodeid for t in tests if reached is EVERY or t.nodeid in reached)
-            if not order:
+            if not order and not self.target.build:
                 reason = f"no test of the clean run reaches {Path(mutant.file).name}:{mutant.line}"
                 immediate.append((MutantRun(self.target.impl, mutant.id, "NoCoverage", reason=reason), False))
                 continue
+            # A program's mutant that no test reaches is still built: one that does not compile is a
+            # CompileError, and one the compiler makes the clean program is set aside, as if reached.
             estimate = SESSION_OVERHEAD_S + sum(baseline.tests[n].duration for n in order) + self.build_time
             timeout = options.timeout_min + options.timeout_factor * estimate
             job = GeneratedJob(

@@ -85,6 +85,18 @@ def merge(shards: list[Baseline]) -> Baseline:
                 target[line] = sorted({*target.get(line, ()), *nodeids})
         for function, nodeids in shard.calls.items():
             merged.calls[function] = sorted({*merged.calls.get(function, ()), *nodeids})
+        for file, spans in shard.functions.items():
+            into = {(start, end): set(tests) for start, end, tests in merged.functions.get(file, [])}
+            for start, end, nodeids in spans:
+                into.setdefault((start, end), set()).update(nodeids)
+            merged.functions[file] = [(start, end, sorted(tests)) for (start, end), tests in sorted(into.items())]
+    # A program's measured lines count only when every shard measured its tests' lines.
+    problems = [shard.coverage_problem for shard in shards if shard.coverage_problem]
+    merged.coverage_problem = problems[0] if problems else None
+    if all(shard.measured for shard in shards) and not problems:
+        merged.measured = first.measured
+    elif any(shard.measured for shard in shards):
+        merged.lines, merged.functions = {}, {}
     merged.duration = max(shard.duration for shard in shards)
     merged.exit_code = max(shard.exit_code for shard in shards)
     return merged

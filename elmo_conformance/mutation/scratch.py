@@ -98,6 +98,16 @@ class BuildTimedOut(BuildFailed):
 
 
 @dataclass(frozen=True)
+class ProgramCoverage:
+    """How the baseline measures a program's lines per test (gcov.py): the shell command that
+    builds the program instrumented for gcov in a fresh copy of the project (cwd: the copy), and
+    the gcov that reads its counts (the compiler's own: `gcov` for GCC, `llvm-cov gcov` for clang)."""
+
+    build: str
+    gcov: str = "gcov"
+
+
+@dataclass(frozen=True)
 class Target:
     """The implementation under mutation: how to run a mutant of it."""
 
@@ -113,6 +123,7 @@ class Target:
     artifact: str | None = None  # what a build makes whose bytes decide the behaviour (programs.py)
     check: str | None = None  # a quick compile check of the mutated file before the build ({file})
     build_dirs: tuple[str, ...] = ()  # the folders the clean build made in the copy: kept per worker
+    coverage: ProgramCoverage | None = None  # a program's lines per test, measured with gcov (gcov.py)
 
     def relative(self, file: str) -> str:
         """`file` named relative to the project root, with '/'."""

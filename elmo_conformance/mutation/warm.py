@@ -81,6 +81,15 @@ def eligible(job: object) -> bool:
     )
 
 
+def unreached(run: MutantRun, job: Any, started: float) -> MutantRun:
+    """A built mutant that no test of the clean run reaches: NoCoverage, no test run."""
+    assert job.generated is not None
+    run.status = "NoCoverage"
+    run.reason = f"no test of the clean run reaches {Path(job.generated.file).name}:{job.generated.line}"
+    run.duration = time.perf_counter() - started
+    return run
+
+
 def _same_session(first: Any, job: Any) -> bool:
     return eligible(job) and job.target == first.target and job.select == first.select and job.impl == first.impl
 
@@ -193,6 +202,9 @@ class WarmLoop:
             return run
         if impl != self.impl:  # the slot's path is in the argument: it must not move
             raise RuntimeError(f"the warm slot's --impl changed: {impl!r} != {self.impl!r}")
+        if not job.order:  # built, and no test reaches it
+            clear(self.slot)
+            return unreached(run, job, started)
         try:
             return self._fork(session, adapter, clean, job, run, started)
         finally:

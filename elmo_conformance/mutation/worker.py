@@ -15,7 +15,7 @@ import signal
 import sys
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from elmo_conformance.mutation import warm
 from elmo_conformance.mutation.collector import CallRecorder, Collector, Coverage, LineCoverage, Send
 from elmo_conformance.mutation.copies import FromCopy
 from elmo_conformance.mutation.equivalence import changed_output
+from elmo_conformance.mutation.gcov import CoverageFailed, ProgramLines, coverage_copy
 from elmo_conformance.mutation.generate import Generated
 from elmo_conformance.mutation.model import Baseline, MutantRun
 from elmo_conformance.mutation.programs import SameProgram
@@ -56,6 +57,10 @@ class BaselineJob:
     copy: FromCopy | None = None  # generated mutants: run the implementation from this copy of its project
     run_as: str = ""  # the --impl argument that runs it there (else impl)
     cwd: str = ""  # and the working folder it runs in
+    # A program whose lines are measured with gcov (target.coverage, gcov.py): its coverage copy is
+    # made and built in `scratch`, and this shard's tests run against it.
+    target: Target | None = None
+    scratch: str = ""
 
 
 @dataclass(frozen=True)
@@ -126,6 +131,8 @@ def run_baseline(job: BaselineJob, send: Send) -> Baseline:
     (job.copy): the worker imports the implementation's modules from the copy and works in the
     copy's folder for the run, so the user's files are only read; the lines each test ran are
     reported by the user's file names, as the mutants know them."""
+    if job.target is not None and job.target.coverage is not None:
+        return _run_measured(job, send)
     if job.copy is None:
         return _run_baseline(job, send)
     here = os.getcwd()
@@ -149,7 +156,36 @@ def run_baseline(job: BaselineJob, send: Send) -> Baseline:
     return baseline
 
 
-def _run_baseline(job: BaselineJob, send: Send) -> Baseline:
+def _run_measured(job: BaselineJob, send: Send) -> Baseline:
+    """The baseline shard of a program whose lines each test runs are measured (gcov.py): against
+    the program of a coverage copy built in the run's scratch folder, stopped after each test. When
+    the coverage build fails, the shard runs as any program's does and says why."""
+    import shutil
+
+    assert job.target is not None and job.target.coverage is not None
+    folder = Path(job.scratch) / f"coverage-{job.shard}"
+    plain = replace(job, target=None)
+    try:
+        try:
+            impl, copy_root = coverage_copy(job.target, folder)
+        except CoverageFailed as exc:
+            baseline = _run_baseline(plain, send)
+            baseline.coverage_problem = f"the coverage build failed: {exc}"
+            return baseline
+        tracer = ProgramLines(copy_root, Path(job.target.root), job.target.coverage.gcov)
+        baseline = _run_baseline(replace(plain, run_as=impl, cwd=str(copy_root)), send, tracer)
+        lines, functions = tracer.result()
+        if tracer.problem is not None:
+            baseline.coverage_problem = f"gcov could not read a test's counts: {tracer.problem}"
+        else:
+            baseline.lines, baseline.functions, baseline.measured = lines, functions, "gcov"
+        return baseline
+    finally:
+        _stop_processes()  # the coverage program's (its folder goes now)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _run_baseline(job: BaselineJob, send: Send, program_lines: ProgramLines | None = None) -> Baseline:
     baseline = Baseline(job.impl)
     impl = job.run_as or job.impl
     try:
@@ -172,7 +208,9 @@ def _run_baseline(job: BaselineJob, send: Send) -> Baseline:
     files = [*(job.copy.mapped(f) or f for f in job.lines), *job.lines] if job.copy else job.lines
     lines = LineCoverage(files) if files else None
     calls = CallRecorder() if job.record_calls else None
-    collector = Collector(send, coverage=coverage, shard=(job.shard, job.shards), lines=lines, calls=calls)
+    collector = Collector(
+        send, coverage=coverage, shard=(job.shard, job.shards), lines=lines, calls=calls, program_lines=program_lines
+    )
     started = time.perf_counter()
     baseline.exit_code = _run_suite(impl, collector, select=job.select)
     if lines is not None:
@@ -270,6 +308,8 @@ def run_generated(job: GeneratedJob, send: Send) -> MutantRun:
             run.status, run.reason = "Ignored", exc.reason
             run.duration = time.perf_counter() - started
             return run
+        if not job.order and not job.control:
+            return warm.unreached(run, job, started)
         run = _run_tests(run, impl, None, job, send, started)
         if run.status == "RuntimeError" and (run.reason or "").startswith("pytest exited with code 4"):
             run.reason = "the harness could not start the implementation: " + _refusal(run.reason or "")
