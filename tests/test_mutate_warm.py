@@ -125,3 +125,29 @@ def test_a_mutant_that_hangs_is_a_timeout_at_its_test_deadline_and_its_worker_li
     assert hung["warm"] and hung["duration"] < 30, hung  # handed back by the worker, not stopped by the runner
     assert found["warm"]["forced-fail"]["status"] == "Killed"  # the same worker, still judging
     assert found["warm"]["forced-fail"]["warm"] and found["warm"]["forced-off"]["status"] == "Survived"
+
+
+MAIN = ROOT / "adapters" / "c" / "main.c"
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
+def test_a_program_mutant_that_hangs_at_its_start_is_a_timeout_at_the_starts_deadline(tmp_path: Path) -> None:
+    """§13.2 (deadlines.py, warm.py): a mutant of the built-in c that reads a frame's length from
+    the wrong byte waits for bytes that never come, before its handshake answers. Its start has a
+    deadline of its own (--test-timeout-min + --timeout-factor x the clean program's start), kept
+    by the process that judges it: a Timeout after about 2 s here, not after the whole run's
+    deadline (20 s and more) with its worker stopped and replaced."""
+    lines = MAIN.read_text(encoding="utf-8").splitlines()
+    line = next(i for i, text in enumerate(lines, 1) if "size_t length = (size_t)header[4]" in text)
+    (mutant,) = [m.id for m in generate(MAIN) if m.line == line and m.label().endswith("  5 -> 1")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    command = [sys.executable, "-m", "elmo_conformance", "mutate", "--impl", "c", "--source", str(MAIN)]
+    command += ["-k", "hand_example_scalar_mix", "--mutant", mutant, "--test-timeout-min", "2", "--workers", "1"]
+    command += ["--no-cache", "--no-html", "--no-line-coverage", "--out", str(tmp_path)]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    report = json.loads((tmp_path / "mutation-report.json").read_text(encoding="utf-8"))
+    (found,) = [m for entry in report["files"].values() for m in entry["mutants"]]
+    assert found["status"] == "Timeout", found
+    assert "its start did not finish within 2." in found["statusReason"], found["statusReason"]
+    assert found["duration"] < 10_000, found  # milliseconds: the start's deadline, not the run's

@@ -17,6 +17,7 @@ deadline.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -62,6 +63,18 @@ class Watchdog:
             return (yield)
         finally:
             self._disarm()
+
+    @contextlib.contextmanager
+    def deadline(self, name: str, seconds: float | None) -> Iterator[None]:
+        """A deadline on what the `with` block does (the mutant's start, outside every test):
+        `expired(name, seconds)` when it passes; none when `seconds` is None."""
+        if seconds is not None:
+            self._arm(name, seconds)
+        try:
+            yield
+        finally:
+            if seconds is not None:
+                self._disarm()
 
     def _arm(self, nodeid: str, seconds: float) -> None:
         with self._changed:

@@ -729,6 +729,7 @@ class GeneratedPlan(Plan):
                 scratch=str(self.scratch),
                 fresh=self.fresh,
                 deadlines=self._deadlines(order),
+                start_timing=(options.test_timeout_min, options.timeout_factor),
             )
             self.mutant_jobs.append((job, timeout, estimate))
             self.outstanding += 1

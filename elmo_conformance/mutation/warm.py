@@ -55,7 +55,7 @@ import pytest
 
 from elmo_conformance.executor.local import next_job
 from elmo_conformance.mutation.collector import Collector
-from elmo_conformance.mutation.deadlines import Watchdog
+from elmo_conformance.mutation.deadlines import Watchdog, deadline_of
 from elmo_conformance.mutation.model import MutantRun
 from elmo_conformance.mutation.programs import SameProgram
 from elmo_conformance.mutation.scratch import BuildFailed, prepare
@@ -138,6 +138,7 @@ class WarmLoop:
         self.problem: str | None = None
         self.collect_errors: list[str] = []
         self.crash: str | None = None  # the loop's own failure (a traceback)
+        self.clean_start = 0.0  # seconds the clean program's start (its handshake) took here
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
@@ -160,6 +161,11 @@ class WarmLoop:
             self.problem = "the warm session did not collect: " + ("; ".join(self.collect_errors) or "no adapter")
             return True  # no test runs here; the first job is run fresh
         clean = hello_of(adapter)
+        adapter.stop()
+        # The clean program's start, timed once: a mutant's start gets a deadline from it (deadlines.py).
+        began = time.perf_counter()
+        adapter._start()
+        self.clean_start = time.perf_counter() - began
         adapter.stop()
         for thread in threading.enumerate():  # the clean process's standard-error reader ends at its EOF
             if thread is not threading.main_thread() and thread.name == "elmo-process-stderr":
@@ -267,30 +273,45 @@ class WarmLoop:
         from elmo_conformance.mutation.worker import judge
 
         send = self.conn.send
+        collector = Collector(send, order=list(job.order), must_run=job.must_run, fail_fast=job.fail_fast)
+
+        def expired(nodeid: str, seconds: float) -> None:
+            if nodeid == START:
+                timed_out = replace(run, status="Timeout", running=None)
+                timed_out.reason = (
+                    f"its start did not finish within {seconds:.1f} s (the handshake, §15.4; --test-timeout-min + "
+                    "--timeout-factor x the clean program's start)"
+                )
+                end_starting()
+            else:
+                timed_out = replace(run, status="Timeout", tests=dict(collector.outcomes), running=nodeid)
+                timed_out.reason = (
+                    f"its test {nodeid} did not finish within {seconds:.1f} s (--test-timeout-min + --timeout-factor x "
+                    "its time in the clean run)"
+                )
+                end_process(adapter)
+            timed_out.duration = time.perf_counter() - started
+            hand_back(timed_out)
+
+        watchdog = Watchdog(dict(zip(job.order, job.deadlines, strict=False)), expired)
+        start_deadline = None
+        if job.start_timing:
+            minimum, factor = job.start_timing
+            start_deadline = deadline_of(self.clean_start, factor, minimum)
         send(("start", "starting the mutant"))
         try:
-            hello = adapter._start()
+            with watchdog.deadline(START, start_deadline):
+                hello = adapter._start()
         except ProcessStartError as exc:
+            watchdog.close()
             run.status = "RuntimeError"
             run.reason = "the harness could not start the implementation: " + str(exc)  # as the plugin refuses it
             run.duration = time.perf_counter() - started
             return run
         if hello_of(_Hello(hello)) != clean:
+            watchdog.close()
             adapter.stop()
             return None
-        collector = Collector(send, order=list(job.order), must_run=job.must_run, fail_fast=job.fail_fast)
-
-        def expired(nodeid: str, seconds: float) -> None:
-            timed_out = replace(run, status="Timeout", tests=dict(collector.outcomes), running=nodeid)
-            timed_out.reason = (
-                f"its test {nodeid} did not finish within {seconds:.1f} s (--test-timeout-min + --timeout-factor x "
-                "its time in the clean run)"
-            )
-            timed_out.duration = time.perf_counter() - started
-            end_process(adapter)
-            hand_back(timed_out)
-
-        watchdog = Watchdog(dict(zip(job.order, job.deadlines, strict=False)), expired)
         config = session.config
         config.pluginmanager.register(collector, "elmo-conformance-warm-collector")
         config.pluginmanager.register(watchdog, "elmo-conformance-warm-deadlines")
@@ -312,6 +333,21 @@ class WarmLoop:
         failed = any(t.killed for t in collector.outcomes.values())
         exit_code = 2 if collector.stopped else 1 if failed else 0 if collector.outcomes else 5
         return judge(run, exit_code, collector)
+
+
+def end_starting() -> None:
+    """Kill the process of a mutant whose start passed its deadline (its connection is not the
+    adapter's yet: the handshake has not finished), then stop it as ever."""
+    from elmo_conformance.adapters.wire import client
+
+    for connection in list(client._LIVE):
+        process = getattr(connection, "process", None)
+        if process is not None and process.poll() is None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except OSError:
+                pass
+    client.stop_all()
 
 
 def end_process(adapter: Any) -> None:
@@ -338,6 +374,7 @@ class _Hello:
         self.mutant_titles = {m["id"]: m.get("title") or m["id"] for m in hello.get("mutants") or []}
 
 
+START = "<the mutant's start>"  # the start's deadline, kept by the watchdog as a test's is
 ZYGOTE = Path(__file__).resolve().parent / "zygote.py"
 ZYGOTE_START_S = 60.0  # seconds the warm server may take to import the protocol server
 

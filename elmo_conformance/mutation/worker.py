@@ -83,6 +83,7 @@ class GeneratedJob(MutantJob):
     control: bool = False  # the clean implementation through every test (the control run)
     fresh: bool = False  # run in a pytest session of its own, not a warm worker's fork (warm.py)
     deadlines: tuple[float, ...] = ()  # each test's of `order`, in a warm run (deadlines.py)
+    start_timing: tuple[float, ...] = ()  # (minimum, factor) of the program's start's deadline, in a warm run
 
 
 _SAID: list[str] = []  # what the last suite run wrote to standard error (a refusal's reason)
