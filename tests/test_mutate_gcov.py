@@ -97,7 +97,9 @@ def test_a_programs_baseline_measures_the_lines_each_test_ran() -> None:
     "build, gcov, said",
     [("exit 3", "gcov", "the coverage build failed"), ("", "false", "gcov could not read a test's counts")],
 )
-def test_a_coverage_that_cannot_be_measured_leaves_the_protocol_functions_reach(build: str, gcov: str, said: str) -> None:
+def test_a_coverage_that_cannot_be_measured_leaves_the_protocol_functions_reach(
+    build: str, gcov: str, said: str
+) -> None:
     """A coverage build that fails, or a gcov that cannot read the counts, costs the run its
     measured lines, not its baseline: the shard runs as any program's does and says why."""
     from elmo_conformance.mutation.mutate import default_coverage_build_c
