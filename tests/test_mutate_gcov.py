@@ -178,3 +178,36 @@ def test_measured_lines_change_no_verdict_and_run_fewer_tests(tmp_path: Path) ->
             assert set(mutant["killedBy"]) <= set(mutant["coveredBy"]), mutant
     ran = {mode: sum(m.get("testsCompleted") or 0 for m in run.values()) for mode, run in runs.items()}
     assert ran["measured"] < ran["protocol"], ran
+
+
+@pytest.mark.parametrize(
+    "argv, said",
+    [
+        (["--impl", "numpy", "--coverage-build", "make"], "--coverage-build: a Python implementation"),
+        (["--impl", "c", "--coverage-build", "make", "--no-line-coverage"], "give one"),
+        (
+            ["--impl", "c", "--coverage-build", "make", "--gcov", "no-such-gcov-here"],
+            "--gcov no-such-gcov-here: not found",
+        ),
+    ],
+)
+def test_the_coverage_options_refuse_what_cannot_be_measured(argv: list[str], said: str) -> None:
+    """Bad input gets a clear error naming the option, before anything runs (exit status 2)."""
+    from elmo_conformance.mutation import mutate
+    from elmo_conformance.mutation.scratch import UsageError
+
+    with pytest.raises(UsageError, match=said.replace("-", r"\-")):
+        mutate.resolve(mutate.parse(argv))
+
+
+@needs_gcov
+def test_the_built_in_c_measures_its_lines_by_default() -> None:
+    from elmo_conformance.mutation import mutate
+
+    target, _ = mutate.resolve(mutate.parse(["--impl", "c"]))
+    assert target.coverage is not None and target.coverage.gcov == "gcov"
+    assert "--coverage" in target.coverage.build and "-O0" in target.coverage.build
+    off, _ = mutate.resolve(mutate.parse(["--impl", "c", "--no-line-coverage"]))
+    assert off.coverage is None
+    own, _ = mutate.resolve(mutate.parse(["--impl", "c", "--build", "make"]))
+    assert own.coverage is None  # a build of one's own: its coverage build is one's own too (--coverage-build)

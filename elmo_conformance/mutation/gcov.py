@@ -6,13 +6,14 @@ that protocol function, a line the request loop or the wire format reaches by ev
 C or C++ program built with GCC's (or clang's) `--coverage`, the baseline measures instead, per
 test, the lines and functions the program ran:
 
-1. a *coverage copy* of the project (scratch/coverage-SHARD: the user's files, copied as for the
-   clean copy) is built with the coverage build (`--coverage-build`; the built-in c: its own build
-   at -O0 with `--coverage`);
+1. a *coverage copy* of the project (scratch/coverage-SHARD: the clean copy's files, build
+   outputs left out) is built with the coverage build (`--coverage-build`; the built-in c: its
+   own build at -O0 with `--coverage`);
 2. the baseline's shard runs against the program of that copy; after each test the program's
    process is stopped (its standard input closed: it exits, and the instrumented program writes
-   its counts, `*.gcda`, beside its objects), `gcov --json-format --stdout` reads the counts, and
-   they are removed; the next test's first call starts the program again;
+   its counts, `*.gcda`, beside its objects) and the counts are set aside for that test; the next
+   test's first call starts the program again. `gcov --json-format --stdout` reads the counts
+   set aside, BATCH tests at a time (one gcov, in the sandbox, for many tests);
 3. a line's tests are those that ran it at least once; a function's, those that entered it.
 
 A mutant's tests (`line_reach`) are then the tests that ran its line, when gcov knows the line
@@ -27,8 +28,9 @@ that runs fewer tests can only be killed less often; a program that writes false
 its own score (NoCoverage and Survived count against it), never raise it. gcov itself runs in
 the sandbox, as a build does: what it reads was written by the code under test. What a fresh
 process per test cannot see: a line a test runs only in a process that earlier tests have used
-(a cache filled, an arena grown by an earlier request) is counted for the tests that run it in a
-fresh process; docs/mutation.md says so.
+(a cache filled, an arena grown by an earlier request) is counted only for the tests that run it
+in a fresh process (§15.1 lets a process keep no state that changes a result); docs/mutation.md
+says so.
 """
 
 from __future__ import annotations
@@ -98,14 +100,17 @@ class ProgramLines:
             return  # the test started no program (a test of the suite itself, a skipped one)
         index = len(self._tests)
         self._tests.append(test)
-        for path in counts:
-            relative = path.relative_to(self.copy_root)
-            moved = self.copy_root / COUNTS / str(index) / relative
-            moved.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(path, moved)
-            notes = path.with_suffix(".gcno")
-            if notes.exists():
-                os.link(notes, moved.with_suffix(".gcno"))
+        try:
+            for path in counts:
+                moved = self.copy_root / COUNTS / str(index) / path.relative_to(self.copy_root)
+                moved.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(path, moved)
+                notes = path.with_suffix(".gcno")
+                if notes.is_file():
+                    os.link(notes, moved.with_suffix(".gcno"))
+        except OSError as exc:
+            self.problem = f"{test}: its counts could not be set aside: {exc}"
+            return
         if len(self._tests) - self._read >= BATCH:
             self._flush()
 

@@ -295,8 +295,10 @@ def coverage_option(args: argparse.Namespace, program: str | None, builtin: bool
     """How a program's lines are measured (--coverage-build, --gcov), or None: a Python
     implementation, --no-line-coverage, a program with no coverage build, or the built-in c where
     gcov is not found (its default then goes without a word: nothing was asked)."""
+    if args.coverage_build and args.no_line_coverage:
+        raise UsageError("--coverage-build and --no-line-coverage: give one (measure a program's lines, or do not)")
     if args.no_line_coverage or program is None:
-        if args.coverage_build and program is None:
+        if args.coverage_build:
             raise UsageError("--coverage-build: a Python implementation's lines are measured by coverage.py already")
         return None
     build = args.coverage_build or (default_coverage_build_c() if builtin else None)

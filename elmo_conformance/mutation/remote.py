@@ -80,6 +80,8 @@ def localize(value: Any, where: Relocation) -> Any:
                 else (where.here(value.run_as) if value.run_as and where.shipped(value.run_as) else value.run_as)
             ),
             cwd=where.here(value.cwd) if value.cwd else "",
+            target=_target(value.target, where) if value.target is not None else None,  # a program's coverage copy
+            scratch=where.here(value.scratch) if value.scratch else "",
         )
     return value
 
@@ -89,6 +91,7 @@ def delocalize(answer: tuple, where: Relocation) -> tuple:
     if answer[0] == "done" and isinstance(answer[1], Baseline):
         baseline = answer[1]
         baseline.lines = {where.back(file): lines for file, lines in baseline.lines.items()}
+        baseline.functions = {where.back(file): spans for file, spans in baseline.functions.items()}
     return answer
 
 
