@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -254,6 +255,26 @@ def test_mutants_on_dask_workers_get_the_verdicts_of_local_workers(
     statuses = {status for status, _ in expected.values()}
     assert {"Killed", "Timeout", "Survived", "NoCoverage"} <= statuses, "the sample shows each kind of verdict"
     assert all(killers for status, killers in expected.values() if status == "Killed")
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(shutil.which("gcov") is None or shutil.which("cc") is None, reason="needs cc and gcov")
+def test_a_programs_lines_are_measured_on_dask_workers(dask_scheduler: Path, tmp_path: Path) -> None:
+    """§13.2 (gcov.py, remote.py): the built-in c's baseline shards, run by Dask workers, build
+    their coverage copies there and bring back the lines each test ran under the user's file names
+    (the workers here share this machine's files, so the paths' mapping itself is not what this
+    shows): a mutant of a line no selected test runs is NoCoverage, where the protocol functions'
+    reach would run all 95 tests; a kill is by a test that ran its line."""
+    main = str(ROOT / "adapters" / "c" / "main.c")
+    args = ["--impl", "c", "--source", main, "-k", "scalar_mix and float64", "--max-mutants", "24", "--seed", "2"]
+    on_cluster = run_mutate(*args, "--out", str(tmp_path), "--no-cache", "--no-html", "--scheduler-file",
+                            str(dask_scheduler))  # fmt: skip
+    assert on_cluster.returncode in (0, 1), on_cluster.stdout[-3000:] + on_cluster.stderr[-3000:]
+    assert "line coverage (gcov): " in on_cluster.stdout + on_cluster.stderr
+    report = json.loads((tmp_path / "mutation-report.json").read_text(encoding="utf-8"))
+    mutants = [m for entry in report["files"].values() for m in entry["mutants"]]
+    assert {"Killed", "NoCoverage"} <= {m["status"] for m in mutants}, [m["status"] for m in mutants]
+    assert all(set(m["killedBy"]) <= set(m["coveredBy"]) for m in mutants if m["status"] == "Killed")
 
 
 @pytest.mark.integration
