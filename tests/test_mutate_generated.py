@@ -380,3 +380,21 @@ def test_a_programs_call_graph_is_read_from_every_source(tmp_path: Path) -> None
     assert alone.protocol_functions(str(tmp_path / "mix.rs"), 3) == {"scalar_mix"}
     both = ProgramMap([tmp_path / "mix.rs", tmp_path / "main.rs"], names)
     assert both.protocol_functions(str(tmp_path / "mix.rs"), 3) is EVERY
+
+
+def test_the_progress_line_counts_timeouts_as_detected_and_names_them_apart() -> None:
+    """The progress line's first count is what the score counts as detected (Killed and Timeout,
+    spec §13.2), each named: a long run's line once said "killed" for both."""
+    import io
+
+    from elmo_conformance.mutation.model import MutantRun
+    from elmo_conformance.mutation.mutate import Progress
+
+    out = io.StringIO()
+    progress = Progress(True, out)
+    progress.PLAIN_EVERY = 0.0
+    progress.start(4)
+    for status in ("Killed", "Timeout", "Survived", "NoCoverage"):
+        progress.done(MutantRun("c", status.lower(), status))
+    last = out.getvalue().strip().splitlines()[-1]
+    assert "4/4 mutants run (detected 2 (killed 1, timeout 1), survived 1, no coverage 1)" in last, last

@@ -472,7 +472,8 @@ class Progress:
 
     def _counts(self) -> str:
         c = self.counts
-        return f"killed {c['Killed'] + c['Timeout']}, survived {c['Survived']}, no coverage {c['NoCoverage']}"
+        detected = f"detected {c['Killed'] + c['Timeout']} (killed {c['Killed']}, timeout {c['Timeout']})"
+        return f"{detected}, survived {c['Survived']}, no coverage {c['NoCoverage']}"
 
     def done(self, run: MutantRun, ran: bool = True) -> None:
         """One more mutant judged; `ran`: it ran here (not from the cache, not unreached)."""
