@@ -152,8 +152,8 @@ def test_measured_lines_change_no_verdict_and_run_fewer_tests(tmp_path: Path) ->
     """The same seeded sample of the built-in c's request loop (main.c, reached by every test
     through the protocol functions) with the measured lines and with the protocol functions'
     reach (--no-line-coverage): every status is the same but a survivor that no test ran (an
-    error no selected test provokes), which is NoCoverage; every kill was made by a test that ran
-    the mutant's line; and the measured run runs fewer tests."""
+    error no selected test provokes), which is NoCoverage; each mutant's tests are a subset of
+    those the protocol reach gave it, some strictly; and the measured run runs fewer tests."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     runs = {}
     for mode in ("measured", "protocol"):
@@ -173,9 +173,10 @@ def test_measured_lines_change_no_verdict_and_run_fewer_tests(tmp_path: Path) ->
     assert all(pair == ("Survived", "NoCoverage") for pair in changed.values()), changed
     assert any(pair == ("Killed", "Killed") for pair in statuses.values()), statuses
     assert any(pair == ("Survived", "NoCoverage") for pair in statuses.values()), statuses
-    for mutant in measured.values():
-        if mutant["status"] == "Killed":
-            assert set(mutant["killedBy"]) <= set(mutant["coveredBy"]), mutant
+    # The counts only narrow a mutant's tests: each runs a subset of what the protocol reach ran.
+    narrowed = [m for m in measured if set(measured[m]["coveredBy"]) < set(protocol[m]["coveredBy"])]
+    assert all(set(measured[m]["coveredBy"]) <= set(protocol[m]["coveredBy"]) for m in measured)
+    assert narrowed, "no mutant ran fewer tests"
     ran = {mode: sum(m.get("testsCompleted") or 0 for m in run.values()) for mode, run in runs.items()}
     assert ran["measured"] < ran["protocol"], ran
 

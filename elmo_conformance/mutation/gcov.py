@@ -76,9 +76,8 @@ class ProgramLines:
     root: Path  # the user's project root: files are named as the mutants name them
     gcov: str
     lines: dict[str, dict[int, set[str]]] = field(default_factory=dict)  # file -> line -> tests that ran it
-    functions: dict[str, dict[tuple[int, int], set[str]]] = field(
-        default_factory=dict
-    )  # file -> (first, last) -> tests
+    # file -> (first line, last line) of a function -> the tests that entered it
+    functions: dict[str, dict[tuple[int, int], set[str]]] = field(default_factory=dict)
     problem: str | None = None  # why the counts of some test could not be read: the shard's coverage is dropped
     _test: str | None = None
     _tests: list[str] = field(default_factory=list)  # the Nth test whose counts were set aside

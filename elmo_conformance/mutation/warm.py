@@ -59,6 +59,7 @@ from elmo_conformance.mutation.deadlines import Watchdog, deadline_of
 from elmo_conformance.mutation.model import MutantRun
 from elmo_conformance.mutation.programs import SameProgram
 from elmo_conformance.mutation.scratch import BuildFailed, prepare
+from elmo_conformance.processes import kill
 
 STOP = object()  # the runner closed the pipe or sent None: the worker ends
 _WARM_FAILED: set[str] = set()  # targets whose warm session could not start in this worker
@@ -335,31 +336,27 @@ class WarmLoop:
         return judge(run, exit_code, collector)
 
 
+def _kill_at_once(connection: Any) -> None:
+    """SIGKILL a process past a deadline and its group (started in a session of its own): no
+    grace for a hung program; stopping it as ever then ends whatever of its family is left."""
+    process = getattr(connection, "process", None)
+    if process is not None and process.poll() is None:
+        kill.signal_group(process.pid, signal.SIGKILL)
+
+
 def end_starting() -> None:
-    """Kill the process of a mutant whose start passed its deadline (its connection is not the
-    adapter's yet: the handshake has not finished), then stop it as ever."""
+    """End the process of a mutant whose start passed its deadline (its connection is not the
+    adapter's yet: the handshake has not finished)."""
     from elmo_conformance.adapters.wire import client
 
     for connection in list(client._LIVE):
-        process = getattr(connection, "process", None)
-        if process is not None and process.poll() is None:
-            try:
-                os.killpg(process.pid, signal.SIGKILL)
-            except OSError:
-                pass
+        _kill_at_once(connection)
     client.stop_all()
 
 
 def end_process(adapter: Any) -> None:
-    """Kill the mutant's process group at once (it is past a deadline: no grace for a hung
-    program), then stop it as ever, which ends whatever of its family is left."""
-    connection = getattr(adapter, "_connection", None)
-    process = getattr(connection, "process", None)
-    if process is not None and process.poll() is None:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)  # started in a session of its own: its group
-        except OSError:
-            pass
+    """End the mutant's process, past a test's deadline."""
+    _kill_at_once(getattr(adapter, "_connection", None))
     adapter.stop()
 
 
