@@ -9,6 +9,7 @@ byte for byte as they were after a run, an interrupted run and a killed one.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -203,6 +204,64 @@ def test_an_interrupted_run_leaves_the_users_sources_as_they_were(how: signal.Si
         except ProcessLookupError:
             pass
     assert digest(user) == before
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGKILL], ids=lambda s: s.name)
+def test_a_runner_ended_by_a_signal_leaves_no_process_behind(how: signal.Signals, tmp_path: Path) -> None:
+    """§11.1, no process outlives the run: SIGTERM (a cancelled CI job, `timeout`) or SIGKILL sent
+    to the runner alone, not to its group, while a worker is in the middle of a mutant that hangs.
+    SIGTERM ends the run as Ctrl-C does (status 130, a partial report); after either, every process
+    the runner had started (workers, their forked children, the mutant's served process) is gone
+    within seconds, not when the hanging mutant would have ended (300 s)."""
+    from elmo_conformance.processes import tree
+
+    user = tmp_path / "user"
+    user.mkdir()
+    shutil.copy(EXAMPLE, user / "outside_mix.py")
+    ids = ids_by_label(user / "outside_mix.py")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "elmo_conformance", "mutate", "--impl", str(user / "outside_mix.py")]
+    command += ["-k", "hand_example", "--out", str(tmp_path / "report"), "--no-html", "--timeout-min", "300"]
+    command += ["--test-timeout-min", "300", "--workers", "1", "--mutant", ids["k += 1 -> pass"]]
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               text=True, start_new_session=True)  # fmt: skip
+    output: list[str] = []
+    started: dict[int, int] = {}
+    try:
+        assert process.stdout is not None
+        for line in process.stdout:
+            output.append(line)
+            if line.startswith("baseline"):
+                break
+        threading.Thread(target=lambda: output.extend(process.stdout or ()), daemon=True).start()
+        time.sleep(4)  # the mutant's test hangs by now
+        started = {pid: stat.started for pid in tree.descendants(process.pid) if (stat := tree.stat(pid)) is not None}
+        assert len(started) >= 2, f"expected a worker and the mutant's processes under the runner: {started}"
+        os.kill(process.pid, how)
+        code = process.wait(60)
+        deadline = time.monotonic() + 15
+        left = started
+        while left and time.monotonic() < deadline:
+            time.sleep(0.2)
+            left = {
+                pid: t for pid, t in started.items() if (now := tree.stat(pid)) and now.started == t and not now.zombie
+            }
+        assert not left, (
+            f"{how.name}: processes the runner started outlived it: {sorted(left)}\n{''.join(output)[-2000:]}"
+        )
+    finally:
+        for pid in started:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    if how == signal.SIGTERM:
+        assert code == 130, "".join(output)[-3000:]
+        report = json.loads((tmp_path / "report" / "mutation-report.json").read_text(encoding="utf-8"))
+        assert report["files"] is not None
+        assert "interrupted" in "".join(output), "".join(output)[-3000:]
+    else:
+        assert code == -signal.SIGKILL
 
 
 def test_generated_ids_survive_edits_elsewhere_and_comments_are_not_mutated(tmp_path: Path) -> None:

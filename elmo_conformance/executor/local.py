@@ -22,10 +22,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
@@ -38,6 +40,7 @@ LAUNCH = (
     "import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
     "from elmo_conformance.executor.local import child_main; child_main(sys.argv[2:])"
 )
+PARENT_VARIABLE = "ELMO_WORKER_PARENT"  # the pid of the process that started the worker
 EXIT_WAIT_S = 5.0  # how long a worker whose connection closed is given to end
 
 
@@ -68,6 +71,7 @@ def child_main(argv: list[str]) -> None:
     import importlib
 
     fd, target, log_path, *how = argv
+    end_with_parent(int(os.environ.pop(PARENT_VARIABLE, "0")) or os.getppid())
     module, _, function = target.partition(":")
     serve = getattr(importlib.import_module(module), function)
     conn: Any = Connection(int(fd))
@@ -76,6 +80,33 @@ def child_main(argv: list[str]) -> None:
 
         conn = Unshipping(conn)
     serve(conn, log_path)
+
+
+def end_with_parent(parent: int) -> None:
+    """In a worker: SIGKILL this process as soon as `parent` (the runner, or the Dask worker that
+    started it) has ended, however it ended (SIGKILL included), so that no worker outlives its run
+    (§11.1); what the worker started ends with it (a warm child's PR_SET_PDEATHSIG, bwrap's
+    --die-with-parent). A thread waits on the parent's pidfd, or looks every second where there is
+    none; it is not inherited by a fork."""
+
+    def watch() -> None:
+        try:
+            handle = os.pidfd_open(parent)
+        except (AttributeError, OSError):
+            handle = None
+        if handle is not None:
+            watcher = select.poll()
+            watcher.register(handle, select.POLLIN)
+            while not watcher.poll():
+                pass
+        else:
+            while os.getppid() == parent:
+                time.sleep(1.0)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    if os.getppid() != parent:  # already ended: adopted by another process
+        os.kill(os.getpid(), signal.SIGKILL)
+    threading.Thread(target=watch, name="elmo-end-with-parent", daemon=True).start()
 
 
 class Worker:
@@ -95,7 +126,7 @@ class Worker:
                     stdin=subprocess.DEVNULL,
                     stdout=log,
                     stderr=subprocess.STDOUT,
-                    env=env,
+                    env={**(os.environ if env is None else env), PARENT_VARIABLE: str(os.getpid())},
                 )
         finally:
             theirs.close()

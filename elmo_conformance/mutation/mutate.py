@@ -32,8 +32,10 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -1178,6 +1180,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     try:
+        terminate_as_interrupt()
         if args.scheduler is None and args.scheduler_file is None:
             return _run(args, target, files, every, mutants)
         try:  # the cluster's threads are the workers: the baseline is split among them
@@ -1190,6 +1193,20 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     finally:
         lock.close()
+
+
+def terminate_as_interrupt() -> None:
+    """SIGTERM (a CI job cancelled, `timeout`, `kill`) ends the run as Ctrl-C does: the workers
+    and every process they started are stopped, and the mutants judged so far are reported as a
+    partial run. (Its default would end this process at once and leave the workers to end with
+    their current mutant: executor/local.py.)"""
+    if threading.current_thread() is not threading.main_thread():
+        return  # signal handlers are set from the main thread only
+
+    def interrupted(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, interrupted)
 
 
 def _run(
