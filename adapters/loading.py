@@ -223,7 +223,7 @@ def _load_served(arg: str) -> LoadedAdapter:
     key = ("served", arg)
     if key not in _PROCESSES:
         try:
-            _PROCESSES[key] = ProcessAdapter(arg, served_command(arg), env=_child_environment())
+            _PROCESSES[key] = ProcessAdapter(arg, served_command(arg), env=_child_environment(), served=True)
         except ProcessStartError as exc:
             raise AdapterLoadError(exc.refusal or str(exc)) from None
     return as_adapter(_PROCESSES[key], arg)

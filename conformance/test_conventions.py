@@ -13,10 +13,10 @@ import subprocess
 import numpy as np
 import pytest
 
-from elmo_conformance.adapters.wire.client import ProcessAdapter
 from elmo_conformance.conformance.case import Case
 from elmo_conformance.conformance.checks import assert_bitwise, fail
 from elmo_conformance.conformance.data import random_bilm
+from elmo_conformance.conformance.raw_process import fresh_process
 
 END_OF_INPUT_WAIT = 10.0  # seconds a process gets to exit once its standard input is closed
 
@@ -69,20 +69,7 @@ def test_calls_are_deterministic(case: Case) -> None:
 def test_a_process_exits_0_at_the_end_of_its_input(case: Case) -> None:
     """A program speaking the wire protocol, started as the harness starts it, answered the
     handshake, then given end of file on its standard input, exits with status 0 (§15.1)."""
-    adapter = case.impl.adapter
-    if not isinstance(adapter, ProcessAdapter):
-        pytest.skip(f"{case.name} is not a process (§15.1 applies to programs speaking the wire protocol)")
-    fresh = ProcessAdapter(
-        adapter.arg,
-        adapter.argv,
-        call_timeout=adapter.call_timeout,
-        env=adapter.env,
-        startup_timeout=adapter.startup_timeout,
-        box=adapter.box,  # sandboxed as the harness sandboxes it
-    )
-    connection = fresh._connection
-    assert connection is not None
-    try:
+    with fresh_process(case, "15.1", served=True) as (_, connection):
         connection.process.stdin.close()  # type: ignore[union-attr]
         try:
             code = connection.process.wait(END_OF_INPUT_WAIT)
@@ -100,5 +87,3 @@ def test_a_process_exits_0_at_the_end_of_its_input(case: Case) -> None:
                 f"handshake; it must exit with status 0 (a read of 0 bytes at a frame's start is the end, not an "
                 f"error){chr(10) + tail if tail else ''}",
             )
-    finally:
-        fresh.stop()

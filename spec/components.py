@@ -29,9 +29,11 @@ _CATALOG_PARTS = {"loss": "bilm"}
 
 def of_test(item: pytest.Item) -> tuple[str, ...]:
     """The components a test exercises: its `components` markers (all of them, a parametrized
-    case's included), or every component when it has none."""
-    named = [name for marker in item.iter_markers(MARKER) for name in marker.args]
-    return tuple(dict.fromkeys(named)) if named else protocol().components
+    case's included), or every component when it has none; `components()` with no name: none (a
+    test of the wire protocol itself, conformance/test_wire_process.py)."""
+    markers = list(item.iter_markers(MARKER))
+    named = [name for marker in markers for name in marker.args]
+    return tuple(dict.fromkeys(named)) if markers else protocol().components
 
 
 def unknown(names: Iterable[str]) -> list[str]:

@@ -37,13 +37,20 @@ def run_suite(tmp_path: Path, impl: str, *args: str) -> tuple[int, dict, dict, s
 
 
 VALIDATION_TESTS = {"test_rejects_bad_input", "test_accepts_the_nearest_valid_input"}  # §8, per component
+# §15.6, a program's side of the protocol: no component; a Python adapter skips them (its server speaks §15)
+WIRE_TESTS = {
+    "test_a_body_that_does_not_decode_is_a_protocol_error",
+    "test_a_message_without_the_fields_of_a_call_is_a_protocol_error",
+    "test_an_unknown_function_or_mutant_is_an_error_other_than_value_error",
+    "test_bytes_that_are_not_a_frame_get_a_protocol_error_and_the_process_exits_non_zero",
+}
 
 
-def check_scalar_mix_only(code: int, report: dict, passes: dict, output: str, grad: bool) -> None:
+def check_scalar_mix_only(code: int, report: dict, passes: dict, output: str, grad: bool, program: bool) -> None:
     assert code == 0, output
     by_adapter = [t for t in report["tests"] if t["case"] is not None]
     ran = {t["test"] for t in by_adapter if t["outcome"] == "passed"}
-    assert ran == (SCALAR_MIX_TESTS | VALIDATION_TESTS) - (
+    assert ran == (SCALAR_MIX_TESTS | VALIDATION_TESTS | (WIRE_TESTS if program else set())) - (
         set()
         if grad
         else {
@@ -58,7 +65,7 @@ def check_scalar_mix_only(code: int, report: dict, passes: dict, output: str, gr
     assert {c for t in not_implemented for c in t["not_implemented"]} == {"bilm", "probe"}
     assert not any(t["test"] in SCALAR_MIX_TESTS for t in not_implemented)
     assert all(t["message"].startswith("Skipped: not implemented: ") for t in not_implemented)
-    others = [t for t in by_adapter if t["test"] not in SCALAR_MIX_TESTS | VALIDATION_TESTS]
+    others = [t for t in by_adapter if t["test"] not in SCALAR_MIX_TESTS | VALIDATION_TESTS | WIRE_TESTS]
     assert all(t.get("not_implemented") for t in others), "a test that calls another component never runs"
     rows = {row["test"]: row for row in passes["rows"]}
     column = next(c["case"] for c in passes["columns"] if c["dtype"] == "float64")
@@ -72,7 +79,7 @@ def check_scalar_mix_only(code: int, report: dict, passes: dict, output: str, gr
 def test_a_scalar_mix_only_python_adapter_is_checked_on_scalar_mix_only(tmp_path: Path) -> None:
     """Written the way one wraps a library: the component `scalar_mix`, the helper's input checks."""
     code, report, passes, output = run_suite(tmp_path, str(ROOT / "tests" / "examples" / "scalar_mix_only.py"))
-    check_scalar_mix_only(code, report, passes, output, grad=True)
+    check_scalar_mix_only(code, report, passes, output, grad=True, program=False)
 
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler, `cc`")
@@ -82,7 +89,7 @@ def test_the_c_skeleton_passes_its_scalar_mix_tests_and_the_rest_is_not_implemen
     source = ROOT / "examples" / "c-skeleton" / "skeleton.c"
     subprocess.run(["cc", "-std=c11", "-O2", "-o", str(program), str(source), "-lm"], check=True, timeout=120)
     code, report, passes, output = run_suite(tmp_path, f"cmd:{program}")
-    check_scalar_mix_only(code, report, passes, output, grad=False)
+    check_scalar_mix_only(code, report, passes, output, grad=False, program=True)
     assert {t["case"] for t in report["tests"] if t["case"]} == {"skeleton-float64"}
 
 

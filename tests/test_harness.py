@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.suite_runs import run_suite_here
+from tests.test_components import WIRE_TESTS
 
 ROOT = Path(__file__).resolve().parent.parent
 BROKEN = ROOT / "tests" / "broken"
@@ -116,7 +117,9 @@ def test_a_forward_only_factory_is_checked_on_everything_else(tmp_path: Path) ->
     assert code == 0, output
     assert {a["name"] for a in report["adapters"]} == {"forward-only"}
     skipped = [t for t in report["tests"] if t["outcome"] == "skipped"]
-    assert skipped and all("does not declare" in t["message"] for t in skipped)
+    served = [t for t in skipped if "is a Python adapter: the harness's own protocol server speaks" in t["message"]]
+    assert {t["test"] for t in served} == WIRE_TESTS, "§15.6's tests of a program skip a Python adapter"
+    assert skipped and all("does not declare" in t["message"] for t in skipped if t not in served)
     assert any(t["test"] == "test_loss_grad_against_central_differences" for t in skipped)
     assert outcomes(report, "test_golden_torch")[0]["outcome"] == "passed"
     assert not any(t["case"] and "float32" in t["case"] for t in report["tests"]), "float32 is not declared"

@@ -525,9 +525,11 @@ class ProcessAdapter:
         env: Mapping[str, str] | None = None,
         startup_timeout: float | None = None,
         box: sandbox.Sandbox | None = None,
+        served: bool = False,
     ) -> None:
         self.arg = arg
         self.argv = argv
+        self.served = served  # a Python adapter behind the harness's own protocol server (server.py)
         self.env = env
         self.box = box  # how its process is sandboxed (None: the default sandbox, where it runs)
         self.call_timeout = _DEADLINES["call_timeout"] if call_timeout is None else call_timeout

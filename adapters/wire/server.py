@@ -107,8 +107,15 @@ class Server:
     def call(self, request: dict[str, Any], sources: dict[int, Any] | None = None) -> None:
         """One call (§15.5). `sources` maps each decoded argument array (by id) to the request
         bytes it came from: the snapshot for the purity check, so that nothing is copied."""
-        request_id = request.get("id")
-        function = protocol().functions.get(request.get("function"))  # type: ignore[arg-type]
+        request_id = _id_of(request)
+        if request_id is None:
+            self.error(None, "ProtocolError", f"id: a call needs an integer id, got {request.get('id')!r} (§15.5)")
+            return
+        name = request.get("function")
+        if not isinstance(name, str):
+            self.error(request_id, "ProtocolError", f"function: a call needs a string, got {name!r} (§15.5)")
+            return
+        function = protocol().functions.get(name)
         if function is None:
             self.error(
                 request_id, "UnknownFunction", f"function: {request.get('function')!r} is not a protocol function (§11)"
@@ -182,12 +189,18 @@ class Server:
                 elif kind == "call" and self.loaded is not None:
                     self.call(request, sources)
                 else:
-                    self.error(request.get("id"), "ProtocolError", f"type: unexpected message type {kind!r}")
+                    self.error(_id_of(request), "ProtocolError", f"type: unexpected message type {kind!r}")
             except Exception as exc:  # the server's own failure: answered, and the server goes on
                 self.error(
-                    request.get("id"), "InternalError", f"the protocol server failed: {exc!r}\n{_short_traceback(exc)}"
+                    _id_of(request), "InternalError", f"the protocol server failed: {exc!r}\n{_short_traceback(exc)}"
                 )
             del sources, request
+
+
+def _id_of(request: dict[str, Any]) -> int | None:
+    """The request's id when it is an integer, else None: an answer's id is an integer or null (§15.6)."""
+    found = request.get("id")
+    return found if isinstance(found, int) and not isinstance(found, bool) else None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -53,6 +53,32 @@ static int take_u32(Reader *r, uint32_t *out) {
 
 static size_t item_size(const char *dtype) { return (size_t)(dtype[1] - '0'); }
 
+/* The dtypes of §15.3: f8 f4 i8 i4 i2 i1 u8 u4 u2 u1 b1. */
+static int known_dtype(const char *dtype) {
+    static const char *const known[] = {"f8", "f4", "i8", "i4", "i2", "i1", "u8", "u4", "u2", "u1", "b1"};
+    for (size_t k = 0; k < sizeof known / sizeof *known; k++)
+        if (dtype[0] == known[k][0] && dtype[1] == known[k][1]) return 1;
+    return 0;
+}
+
+/* Strings and keys are UTF-8 (§15.3): no overlong form, no surrogate, nothing above U+10FFFF. */
+static int utf8(const uint8_t *p, size_t n) {
+    for (size_t i = 0; i < n;) {
+        uint8_t c = p[i];
+        size_t more = c < 0x80 ? 0 : (c >= 0xC2 && c <= 0xDF) ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c >= 0xF0 && c <= 0xF4) ? 3 : 9;
+        if (more == 9 || more > n - i - 1) return 0;
+        uint32_t cp = more ? c & (0x3F >> more) : c;
+        for (size_t k = 1; k <= more; k++) {
+            if ((p[i + k] & 0xC0) != 0x80) return 0;
+            cp = cp << 6 | (p[i + k] & 0x3F);
+        }
+        if ((more == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (more == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+            return 0;
+        i += more + 1;
+    }
+    return 1;
+}
+
 static int read_value(Reader *r, Value *v, int depth) {
     const uint8_t *p;
     memset(v, 0, sizeof *v);
@@ -65,7 +91,7 @@ static int read_value(Reader *r, Value *v, int depth) {
         if (v->tag == 'i') memcpy(&v->integer, p, 8); else memcpy(&v->real, p, 8); /* little-endian host */
         return 1;
     case 's':
-        if (!take_u32(r, &v->length) || !take(r, v->length, &p)) return 0;
+        if (!take_u32(r, &v->length) || !take(r, v->length, &p) || !utf8(p, v->length)) return 0;
         v->text = (const char *)p;
         return 1;
     case 'l': case 'm':
@@ -76,8 +102,11 @@ static int read_value(Reader *r, Value *v, int depth) {
         if (!v->items || !v->keys || !v->key_lengths) return 0;
         for (uint32_t k = 0; k < v->length; k++) {
             if (v->tag == 'm') {
-                if (!take_u32(r, &v->key_lengths[k]) || !take(r, v->key_lengths[k], &p)) return 0;
+                if (!take_u32(r, &v->key_lengths[k]) || !take(r, v->key_lengths[k], &p) || !utf8(p, v->key_lengths[k]))
+                    return 0;
                 v->keys[k] = (const char *)p;
+                for (uint32_t j = 0; j < k; j++) /* keys are unique */
+                    if (v->key_lengths[j] == v->key_lengths[k] && memcmp(v->keys[j], p, v->key_lengths[k]) == 0) return 0;
             }
             if (!read_value(r, &v->items[k], depth + 1)) return 0;
         }
@@ -86,7 +115,7 @@ static int read_value(Reader *r, Value *v, int depth) {
         uint64_t count = 1;
         if (!take(r, 2, &p)) return 0;
         v->dtype[0] = (char)p[0], v->dtype[1] = (char)p[1];
-        if (!take(r, 1, &p) || p[0] > 8) return 0;
+        if (!known_dtype(v->dtype) || !take(r, 1, &p) || p[0] > 8) return 0;
         v->ndim = p[0];
         for (int k = 0; k < v->ndim; k++) {
             if (!take(r, 8, &p)) return 0;
@@ -95,7 +124,10 @@ static int read_value(Reader *r, Value *v, int depth) {
             count *= v->shape[k];
         }
         if (count > (uint64_t)(r->end - r->at) / item_size(v->dtype)) return 0;
-        return take(r, (size_t)count * item_size(v->dtype), &v->data);
+        if (!take(r, (size_t)count * item_size(v->dtype), &v->data)) return 0;
+        for (uint64_t i = 0; v->dtype[0] == 'b' && i < count; i++)
+            if (v->data[i] > 1) return 0; /* a bool is 0 or 1 */
+        return 1;
     }
     default: return 0;
     }
@@ -239,28 +271,53 @@ static void free_value(Value *v) {
     free(v->items), free(v->keys), free(v->key_lengths);
 }
 
+/* §15.5-§15.6: one request, read from a frame's body. */
+static void answer(Out *o, const Value *request) {
+    const Value *id = get(request, "id"), *function = get(request, "function"), *mutant = get(request, "mutant");
+    const Value *args = get(request, "args");
+    if (is(get(request, "type"), "hello")) {
+        hello(o);
+    } else if (!is(get(request, "type"), "call")) {
+        send_error(o, id, "ProtocolError", "expected a message of type 'hello' or 'call'");
+    } else if (!id || id->tag != 'i') {
+        send_error(o, NULL, "ProtocolError", "a call needs an integer 'id'");
+    } else if (!function || function->tag != 's') {
+        send_error(o, id, "ProtocolError", "a call needs a string 'function'");
+    } else if (!args || args->tag != 'm') {
+        send_error(o, id, "ProtocolError", "a call needs a map 'args'");
+    } else if (mutant && mutant->tag != 'n') {
+        send_error(o, id, "UnknownMutant", "this program declares no mutants");
+    } else if (!is(function, "scalar_mix")) {
+        send_error(o, id, "NotImplemented", "only scalar_mix is written so far");
+    } else if (!get(args, "s") || !get(args, "gamma") || !get(args, "layers")) {
+        send_error(o, id, "ProtocolError", "scalar_mix: 'args' needs s, gamma and layers");
+    } else {
+        scalar_mix(o, id, args);
+    }
+}
+
 int main(void) {
     Out out = {0};
     uint8_t header[8];
-    while (fread(header, 1, 8, stdin) == 8) { /* end of stdin: exit 0 (§15.1) */
+    size_t got;
+    while ((got = fread(header, 1, 8, stdin)) == 8) {
         uint32_t n;
         memcpy(&n, header + 4, 4);
-        uint8_t *body = malloc(n ? n : 1);
-        if (memcmp(header, "ELMO", 4) != 0 || n > (1u << 30) || !body || fread(body, 1, n, stdin) != n)
+        if (memcmp(header, "ELMO", 4) != 0) { /* no way to find the next frame: answer, then exit */
+            send_error(&out, NULL, "ProtocolError", "expected a frame starting with 'ELMO'");
             return 1;
+        }
+        uint8_t *body = malloc(n ? n : 1);
+        if (n > (1u << 30) || !body || fread(body, 1, n, stdin) != n) return 1;
         Reader reader = {body, body + n};
         Value request;
-        if (!read_value(&reader, &request, 0) || request.tag != 'm') {
-            send_error(&out, NULL, "ProtocolError", "cannot read the request");
-        } else if (is(get(&request, "type"), "hello")) {
-            hello(&out);
-        } else if (is(get(&request, "function"), "scalar_mix")) {
-            scalar_mix(&out, get(&request, "id"), get(&request, "args"));
+        if (!read_value(&reader, &request, 0) || reader.at != reader.end || request.tag != 'm') {
+            send_error(&out, NULL, "ProtocolError", "cannot read the request: not exactly one map (§15.2, §15.3)");
         } else {
-            send_error(&out, get(&request, "id"), "NotImplemented", "only scalar_mix is written so far");
+            answer(&out, &request);
         }
         free_value(&request);
         free(body);
     }
-    return 0;
+    return got == 0 ? 0 : 1; /* end of stdin between frames: exit 0 (§15.1) */
 }

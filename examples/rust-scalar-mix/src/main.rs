@@ -81,6 +81,14 @@ fn single(mix: &Mix) -> bool {
 
 /// One call (§15.5): a result, or an error of kind ValueError naming the argument (§8).
 fn call(id: i64, function: &str, args: &Value) -> Out {
+    let arguments: &[&str] = match function {
+        "scalar_mix" => &["s", "gamma", "layers"],
+        "scalar_mix_vjp" => &["s", "gamma", "layers", "g_out"],
+        _ => &[],
+    };
+    if let Some(missing) = arguments.iter().find(|name| args.get(name).is_none()) {
+        return error(Some(id), "ProtocolError", &format!("{function}: 'args' lacks the argument '{missing}' (§15.5)"));
+    }
     let mix = match function {
         "scalar_mix" | "scalar_mix_vjp" => check(args),
         _ => return error(Some(id), "NotImplemented", &format!("{function}: only ScalarMix is implemented (§11)")),

@@ -180,7 +180,11 @@ impl<'a> Reader<'a> {
         if bytes > (self.bytes.len() - self.at) as u64 {
             return Err(format!("an array of {bytes} bytes exceeds the body"));
         }
-        Ok(Array { dtype, shape, data: self.take(bytes as usize)?.to_vec() })
+        let data = self.take(bytes as usize)?.to_vec();
+        if &dtype == b"b1" && data.iter().any(|&byte| byte > 1) {
+            return Err("a b1 array holds a byte other than 0 and 1".to_string());
+        }
+        Ok(Array { dtype, shape, data })
     }
 }
 

@@ -1,0 +1,28 @@
+"""The harness's protocol server (adapters/wire/server.py) speaks §15 for every Python adapter the
+harness serves (a mutation run, a batch job); the suite's tests of a program's side of the
+protocol (conformance/test_wire_process.py) skip a served adapter, so they are run here against
+the server itself, started as any `cmd:` program is, serving an adapter the team did not write.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+from tests.suite_runs import run_suite_here
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "tests" / "examples" / "outside_mix.py"
+
+
+def test_the_protocol_server_answers_every_request_of_section_15_6_as_a_program_must(tmp_path: Path) -> None:
+    program = shlex.join([sys.executable, "-m", "elmo_conformance.adapters.wire.server", str(EXAMPLE)])
+    code, report, output = run_suite_here(
+        tmp_path, f"cmd:{program}", "--dtype", "float64", "-k", "test_wire_process or wire_process.py"
+    )
+    assert code == 0 and report is not None, output[-4000:]
+    # 9 undecodable bodies, 12 messages that are not calls, 2 unknown names, bytes that are not a frame
+    ran = [t for t in report["tests"] if t["nodeid"].startswith("conformance/test_wire_process.py")]
+    assert len(ran) == 24 and all(t["outcome"] == "passed" for t in ran), output[-3000:]
+    assert report["summary"] == {"passed": 24}, report["summary"]
