@@ -552,3 +552,48 @@ def test_the_installed_mutate_builds_a_program_in_its_copy(with_mutate: WithMuta
     build = "grep -q 's.max()' mix.py && " + PROGRAM_BUILD.format(python=with_mutate.python)
     args = ["--impl", "cmd:./prog", "--source", "mix.py", "--build", build]
     _mutate_and_check(with_mutate, tmp_path, args, "hand_example or stable_for_large_s", expected)
+
+
+@pytest.mark.skipif(shutil.which("cc") is None or shutil.which("gcov") is None, reason="needs cc and gcov")
+def test_the_installed_mutate_measures_a_c_programs_lines_with_gcov(with_mutate: WithMutate, tmp_path: Path) -> None:
+    """(d) A C program an implementer starts from (examples/c-skeleton, as they copy it), built
+    by --build and measured by --coverage-build and gcov: the run says its lines were measured,
+    a mutant of the mix is killed by the hand example, a mutant of the bad-magic exit by the
+    §15.6 test that sends bytes that are not a frame, and a mutant of a line no selected test
+    ran is NoCoverage; the user's folder holds no program and no counts afterwards."""
+    from elmo_conformance.mutation.generate import generate
+
+    shutil.copy(ROOT / "examples" / "c-skeleton" / "skeleton.c", tmp_path / "skeleton.c")
+    (tmp_path / "Makefile").write_text("skeleton: skeleton.c\n\tcc -std=c11 -O2 -o $@ $< -lm\n", encoding="utf-8")
+    expected = {
+        "skeleton.c:258:36  * -> +": ("Killed", "test_hand_example_scalar_mix"),
+        "skeleton.c:308:20  1 -> 0": ("Killed", "test_bytes_that_are_not_a_frame_get_a_protocol_error"),
+        "skeleton.c:232:9  ": ("NoCoverage", None),  # the return of a bad `s`, commented out
+    }
+    labels = {m.label(tmp_path): m.id for m in generate(tmp_path / "skeleton.c", relative="skeleton.c")}
+    chosen = {key: next(i for label, i in labels.items() if label.startswith(key)) for key in expected}
+    before = _tree(tmp_path, "out")
+    args = [
+        "--impl",
+        "cmd:./skeleton",
+        "--source",
+        "skeleton.c",
+        "--build",
+        "cc -std=c11 -O2 -o skeleton skeleton.c -lm",
+    ]
+    args += ["--coverage-build", "cc -std=c11 -O0 --coverage -o skeleton skeleton.c -lm"]
+    args += ["-k", "hand_example_scalar_mix or not_a_frame", "--out", "out", "--no-html"]
+    done = with_mutate.mutate(*args, *(a for i in chosen.values() for a in ("--mutant", i)), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert "line coverage (gcov):" in done.stdout, done.stdout[-3000:]
+    report = json.loads((tmp_path / "out" / "mutation-report.json").read_text(encoding="utf-8"))
+    by_id = {m["id"]: m for entry in report["files"].values() for m in entry["mutants"]}
+    for key, (status, killer) in expected.items():
+        mutant = by_id[chosen[key]]
+        assert mutant["status"] == status, (key, mutant)
+        if killer:
+            assert len(mutant["killedBy"]) == 1 and killer in mutant["killedBy"][0], (key, mutant)
+    tests = {t["id"] for entry in report["testFiles"].values() for t in entry["tests"]}
+    assert len(tests) == 2, "the hand example and the bytes that are not a frame, float64 only"
+    assert _tree(tmp_path, "out") == before, "a build, the counts or a mutant wrote into the user's folder"
+    assert not _mutants_left(with_mutate.python.parent.parent)
