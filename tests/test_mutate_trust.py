@@ -496,7 +496,8 @@ def test_a_mutant_marked_equivalent_is_ignored_with_its_reason_and_out_of_the_sc
     survivor = found[("helper.py", "TOUCH -> not (TOUCH)")]
     marks = user / "equivalent-mutants.toml"
     marks.write_text(
-        f'[{survivor}]\nreason = "its writes change no output"\n\n[0123456789]\nreason = "a line since changed"\n',
+        f'[{survivor}]\nreason = "its writes change no output"\n\n[0123456789]\nreason = "a line since changed"\n'
+        '\n[abcdefabcd]\nreason = "a file not mutated in this run"\nchange = "other.py:3:4  + -> -"\n',
         encoding="utf-8",
     )
     script = launcher(tmp_path / "bin")
@@ -510,7 +511,8 @@ def test_a_mutant_marked_equivalent_is_ignored_with_its_reason_and_out_of_the_sc
     assert not ignored["coveredBy"] and not ignored["killedBy"]
     assert report["config"]["figures"]["score"] == 100.0
     assert "ignored 1 (marked equivalent 1)" in done.stdout and "score 100.0 %" in done.stdout
-    assert "stale entries (no generated mutant has these ids; remove them): 0123456789" in done.stdout
+    assert "stale entries (no generated mutant has these ids; remove them): 0123456789\n" in done.stdout
+    assert "abcdefabcd" not in done.stdout + done.stderr, "an entry of a file not mutated here is not stale"
     summary = (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")
     assert "### Marked equivalent" in summary and "its writes change no output" in summary
 

@@ -12,7 +12,8 @@ is unchanged):
 
 A marked mutant is not run: its status is Ignored, with the reason, in the terminal, summary.md
 and the reports, and it stays out of the score. An entry whose id no generated mutant has any more
-(its line changed) is listed as stale, so the file does not quietly mark nothing.
+(its line changed) is listed as stale, so the file does not quietly mark nothing; an entry whose
+`change` names a file this run does not mutate (`--source` on some of the files) is not.
 """
 
 from __future__ import annotations

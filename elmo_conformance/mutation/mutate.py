@@ -1145,7 +1145,7 @@ def main(argv: list[str] | None = None) -> int:
     except EquivalentsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    args.stale = sorted(set(args.marked) - {m.id for m in every})
+    args.stale = stale_entries(args.marked, every, files, Path(target.root))
     if args.stale:
         print(
             f"mutate: {marks}: {len(args.stale)} entries name no generated mutant (the mutated line changed; "
@@ -1193,6 +1193,24 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     finally:
         lock.close()
+
+
+def stale_entries(marked: dict[str, Equivalent], every: list[Generated], files: list[Path], root: Path) -> list[str]:
+    """The marked ids that no generated mutant has (its line changed), among the entries of the
+    files mutated in this run: an entry whose `change` names another file (a run with --source
+    on some of the files) is out of this run, not stale."""
+    mutated = set()
+    for file in files:
+        try:
+            mutated.add(Path(os.path.relpath(Path(file).resolve(), root.resolve())).as_posix())
+        except ValueError:  # another drive
+            continue
+    generated = {m.id for m in every}
+
+    def in_this_run(entry: Equivalent) -> bool:
+        return entry.change is None or entry.change.split(":", 1)[0] in mutated
+
+    return sorted(key for key, entry in marked.items() if key not in generated and in_this_run(entry))
 
 
 def terminate_as_interrupt() -> None:
