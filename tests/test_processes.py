@@ -20,7 +20,7 @@ import pytest
 
 from elmo_conformance.batch import jobs
 from elmo_conformance.ground.resources import child_environment
-from elmo_conformance.processes import guard, kill, tree
+from elmo_conformance.processes import exits, guard, kill, tree
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="process trees are read from /proc")
 
@@ -281,3 +281,24 @@ def test_sweep_without_marked_processes_removes_only_the_folder(tmp_path, value)
     with Tree(tmp_path / "tree", uuid.uuid4().hex) as bystander:
         guard.sweep(VARIABLE, value, str(folder))
         assert not folder.exists() and all(alive(pid) for pid in bystander.everyone)
+
+
+def test_waiting_for_an_exit_wakes_when_it_happens_and_says_when_it_has_not() -> None:
+    """processes/exits.py: a process that exits after 0.17 s is seen within 30 ms of its exit
+    (subprocess's own wait, sleeping 0.5, 1, 2, ... 32, 50 ms between looks, sees it at 0.21 s),
+    reaped, with its status; one still running when the time is up gives None and is left
+    running; one killed by a signal gives the negative signal."""
+    started = time.perf_counter()
+    quick = subprocess.Popen(["sleep", "0.17"])
+    assert exits.wait(quick, 10) == 0 and quick.returncode == 0
+    assert time.perf_counter() - started < 0.2
+    slow = subprocess.Popen(SLEEPER)
+    try:
+        assert exits.wait(slow, 0.1) is None and slow.poll() is None
+        slow.kill()
+        assert exits.wait(slow, 10) == -signal.SIGKILL
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            slow.kill()
+        slow.wait()
+    assert exits.wait(slow, 0) == -signal.SIGKILL, "an exit already seen is given again"

@@ -32,7 +32,7 @@ import jsonschema
 
 from elmo_conformance.adapters.wire import codec
 from elmo_conformance.ground.version import __version__
-from elmo_conformance.processes import kill, sandbox, tree
+from elmo_conformance.processes import exits, kill, sandbox, tree
 from elmo_conformance.spec.catalog import SPEC_DIR
 from elmo_conformance.spec.protocol import Function, expected_result_bytes, protocol
 
@@ -385,20 +385,6 @@ class Connection:
 
     # -- stopping
 
-    def _wait_exit(self, seconds: float) -> None:
-        """Wait at most `seconds` for the process to exit: woken by its pidfd the moment it does
-        (subprocess's own wait looks at it after sleeps that double up to 50 ms), else by polling."""
-        if self.pidfd is not None:
-            watch = select.poll()
-            watch.register(self.pidfd, select.POLLIN)
-            watch.poll(seconds * 1000.0)
-            self.process.poll()
-            return
-        try:
-            self.process.wait(seconds)
-        except subprocess.TimeoutExpired:
-            pass
-
     def stop(self) -> None:
         """Close stdin, then SIGTERM, then SIGKILL the process group and every process it started
         (§11.1); never raises."""
@@ -412,12 +398,12 @@ class Connection:
             except OSError:
                 pass
         if process.poll() is None:
-            self._wait_exit(_STOP_GRACE / 2)
+            exits.wait(process, _STOP_GRACE / 2)
         for sig in (signal.SIGTERM, signal.SIGKILL):
             if process.poll() is not None:
                 break
             kill.signal_family(root, self.family, sig)
-            self._wait_exit(_STOP_GRACE)
+            exits.wait(process, _STOP_GRACE)
         # Whatever it started and left behind, in its group or not, found as it is now.
         kill.end_family(root, MARKER_VARIABLE, self.marker, self.family, rounds=_KILL_ROUNDS, pause=0.02)
         if self.pidfd is not None:

@@ -531,6 +531,7 @@ def check(target: Target, copy_root: Path, relative: str, timeout: float) -> Non
 def contained(command: str, copy_root: Path, timeout: float, what: str) -> float:
     """Run a shell `command` of the build (`what`: build or check) in `copy_root` as `build` says."""
     from elmo_conformance.adapters.wire.client import MARKER_VARIABLE
+    from elmo_conformance.processes import exits
 
     marker = f"build-{uuid.uuid4().hex}"
     argv, env = build_command(command, copy_root, {MARKER_VARIABLE: marker})
@@ -546,9 +547,7 @@ def contained(command: str, copy_root: Path, timeout: float, what: str) -> float
             env=env,
         )
         try:
-            code: int | None = process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            code = None
+            code = exits.wait(process, timeout)
         finally:
             end_tree(process.pid, marker)
             process.wait()
