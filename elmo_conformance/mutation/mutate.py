@@ -1179,8 +1179,8 @@ def main(argv: list[str] | None = None) -> int:
     except OutLocked as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    previous = terminate_as_interrupt()
     try:
-        terminate_as_interrupt()
         if args.scheduler is None and args.scheduler_file is None:
             return _run(args, target, files, every, mutants)
         try:  # the cluster's threads are the workers: the baseline is split among them
@@ -1193,6 +1193,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     finally:
         lock.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 def stale_entries(marked: dict[str, Equivalent], every: list[Generated], files: list[Path], root: Path) -> list[str]:
@@ -1213,18 +1215,20 @@ def stale_entries(marked: dict[str, Equivalent], every: list[Generated], files: 
     return sorted(key for key, entry in marked.items() if key not in generated and in_this_run(entry))
 
 
-def terminate_as_interrupt() -> None:
+def terminate_as_interrupt() -> Any:
     """SIGTERM (a CI job cancelled, `timeout`, `kill`) ends the run as Ctrl-C does: the workers
     and every process they started are stopped, and the mutants judged so far are reported as a
     partial run. (Its default would end this process at once and leave the workers to end with
-    their current mutant: executor/local.py.)"""
+    their current mutant: executor/local.py.) A runner started in the background by a shell
+    ignores SIGINT (POSIX), so SIGTERM is how it is stopped. Returns the handler it replaced,
+    None when none was set (signal handlers are set from the main thread only)."""
     if threading.current_thread() is not threading.main_thread():
-        return  # signal handlers are set from the main thread only
+        return None
 
     def interrupted(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
-    signal.signal(signal.SIGTERM, interrupted)
+    return signal.signal(signal.SIGTERM, interrupted)
 
 
 def _run(
