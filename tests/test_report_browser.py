@@ -118,8 +118,11 @@ def test_the_run_page_in_headless_chromium(raises_run, tmp_path: Path) -> None:
         assert passing_only > 0 and rows_shown(c, "pass-table") == total - passing_only
         assert c.evaluate(
             "[...document.querySelectorAll('#pass-table tbody tr:not([hidden])')]"
-            ".every(r => r.dataset.kinds.includes('FAIL'))"
-        )
+            ".every(r => r.dataset.kinds !== 'pass')"
+        ), "a row whose every cell passed is hidden"
+        assert c.evaluate(
+            "[...document.querySelectorAll('#pass-table tbody tr[data-kinds*=\"FAIL\"]')].every(r => !r.hidden)"
+        ), "a row with a failure stays shown"
         assert c.evaluate("document.querySelector('#run-filters .shown').textContent") == (
             f"{total - passing_only} of {total} rows shown"
         )
