@@ -565,10 +565,19 @@ def test_the_installed_mutate_measures_a_c_programs_lines_with_gcov(with_mutate:
 
     shutil.copy(ROOT / "examples" / "c-skeleton" / "skeleton.c", tmp_path / "skeleton.c")
     (tmp_path / "Makefile").write_text("skeleton: skeleton.c\n\tcc -std=c11 -O2 -o $@ $< -lm\n", encoding="utf-8")
+    lines = (tmp_path / "skeleton.c").read_text(encoding="utf-8").splitlines()
+
+    def line_of(text: str, after: int = 0) -> int:
+        """The number of the line `after` lines below the first that holds `text`."""
+        return next(n for n, line in enumerate(lines, 1) if text in line) + after
+
+    mix, magic = line_of("mix[i] = element(gamma, 0) * sum;"), line_of("expected a frame starting with 'ELMO'", 1)
+    bad_s = line_of('return "s: expected a 1-D float array')
+    assert lines[magic - 1].strip() == "return 1;", "the exit after answering a bad magic"
     expected = {
-        "skeleton.c:258:36  * -> +": ("Killed", "test_hand_example_scalar_mix"),
-        "skeleton.c:308:20  1 -> 0": ("Killed", "test_bytes_that_are_not_a_frame_get_a_protocol_error"),
-        "skeleton.c:232:9  ": ("NoCoverage", None),  # the return of a bad `s`, commented out
+        f"skeleton.c:{mix}:36  * -> +": ("Killed", "test_hand_example_scalar_mix"),
+        f"skeleton.c:{magic}:20  1 -> 0": ("Killed", "test_bytes_that_are_not_a_frame_get_a_protocol_error"),
+        f"skeleton.c:{bad_s}:9  ": ("NoCoverage", None),  # the return of a bad `s`, commented out
     }
     labels = {m.label(tmp_path): m.id for m in generate(tmp_path / "skeleton.c", relative="skeleton.c")}
     chosen = {key: next(i for label, i in labels.items() if label.startswith(key)) for key in expected}

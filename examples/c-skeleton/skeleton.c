@@ -65,15 +65,19 @@ static int known_dtype(const char *dtype) {
 static int utf8(const uint8_t *p, size_t n) {
     for (size_t i = 0; i < n;) {
         uint8_t c = p[i];
-        size_t more = c < 0x80 ? 0 : (c >= 0xC2 && c <= 0xDF) ? 1 : (c & 0xF0) == 0xE0 ? 2 : (c >= 0xF0 && c <= 0xF4) ? 3 : 9;
+        size_t more = 9; /* continuation bytes after the lead; 9: not a lead byte */
+        if (c < 0x80) more = 0;
+        else if (c >= 0xC2 && c <= 0xDF) more = 1;
+        else if ((c & 0xF0) == 0xE0) more = 2;
+        else if (c >= 0xF0 && c <= 0xF4) more = 3;
         if (more == 9 || more > n - i - 1) return 0;
         uint32_t cp = more ? c & (0x3F >> more) : c;
         for (size_t k = 1; k <= more; k++) {
             if ((p[i + k] & 0xC0) != 0x80) return 0;
             cp = cp << 6 | (p[i + k] & 0x3F);
         }
-        if ((more == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (more == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
-            return 0;
+        if (more == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) return 0; /* overlong, surrogate */
+        if (more == 3 && (cp < 0x10000 || cp > 0x10FFFF)) return 0;                 /* overlong, too large */
         i += more + 1;
     }
     return 1;
@@ -102,11 +106,11 @@ static int read_value(Reader *r, Value *v, int depth) {
         if (!v->items || !v->keys || !v->key_lengths) return 0;
         for (uint32_t k = 0; k < v->length; k++) {
             if (v->tag == 'm') {
-                if (!take_u32(r, &v->key_lengths[k]) || !take(r, v->key_lengths[k], &p) || !utf8(p, v->key_lengths[k]))
-                    return 0;
-                v->keys[k] = (const char *)p;
+                uint32_t n = 0;
+                if (!take_u32(r, &n) || !take(r, n, &p) || !utf8(p, n)) return 0;
+                v->key_lengths[k] = n, v->keys[k] = (const char *)p;
                 for (uint32_t j = 0; j < k; j++) /* keys are unique */
-                    if (v->key_lengths[j] == v->key_lengths[k] && memcmp(v->keys[j], p, v->key_lengths[k]) == 0) return 0;
+                    if (v->key_lengths[j] == n && memcmp(v->keys[j], p, n) == 0) return 0;
             }
             if (!read_value(r, &v->items[k], depth + 1)) return 0;
         }
