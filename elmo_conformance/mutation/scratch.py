@@ -79,8 +79,10 @@ SKIPPED_SUFFIXES = (".pyc", ".pyo", ".o", ".obj", ".egg-info")
 OUTPUT_HEAD = 4000  # characters of a failed build's output kept from its start
 OUTPUT_TAIL = 2000  # and from its end
 LARGE_COPY = 50 << 20  # bytes: a copy larger than this is named in the run's first lines
-# A launcher that runs a program in a given working folder (a program mutant's, in its copy).
-_IN_FOLDER = "import os, sys; os.chdir(sys.argv[1]); os.execvp(sys.argv[2], sys.argv[2:])"
+# A launcher that runs a program in a given working folder (a program mutant's, in its copy):
+# `sh -c IN_FOLDER sh FOLDER PROGRAM ARGS...`, a POSIX shell's start (about 1 ms; a Python's
+# was about 20 ms, paid by every mutant's program start).
+_IN_FOLDER = 'cd -- "$1" && shift && exec "$@"'
 
 
 class UsageError(Exception):
@@ -508,7 +510,7 @@ def program_in(target: Target, copy_root: Path) -> str:
             mapped.append(word)
     cwd = os.path.abspath(target.cwd)
     folder = copy_root / os.path.relpath(cwd, root) if _inside(cwd, root) else copy_root
-    return "cmd:" + shlex.join([sys.executable, "-c", _IN_FOLDER, str(folder), *mapped])
+    return "cmd:" + shlex.join(["/bin/sh", "-c", _IN_FOLDER, "sh", str(folder), *mapped])
 
 
 def build(target: Target, copy_root: Path, timeout: float) -> float:
