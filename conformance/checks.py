@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NoReturn
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ from elmo_conformance.conformance import margins
 from elmo_conformance.spec.catalog import describe
 
 
-def fail(sections: Sequence[str], message: str) -> None:
+def fail(sections: Sequence[str], message: str) -> NoReturn:
     """Fail the test with a message that names the spec sections first."""
     __tracebackhide__ = True
     pytest.fail(f"{describe(tuple(sections))}\n{message}", pytrace=False)

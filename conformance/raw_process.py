@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from elmo_conformance.adapters.wire import codec
-from elmo_conformance.adapters.wire.client import Connection, ProcessAdapter, _Broken
+from elmo_conformance.adapters.wire.client import Connection, ProcessAdapter, ProcessStartError, _Broken
 from elmo_conformance.conformance.case import Case
 from elmo_conformance.conformance.checks import fail
 
@@ -40,15 +40,18 @@ def fresh_process(case: Case, section: str, served: bool = False) -> Iterator[tu
             f"{case.name} is a Python adapter: the harness's own protocol server speaks §{section} for it "
             "(checked with the harness's tests, tests/test_wire_server.py)"
         )
-    fresh = ProcessAdapter(
-        adapter.arg,
-        adapter.argv,
-        call_timeout=adapter.call_timeout,
-        env=adapter.env,
-        startup_timeout=adapter.startup_timeout,
-        box=adapter.box,  # sandboxed as the harness sandboxes it
-        served=adapter.served,
-    )
+    try:
+        fresh = ProcessAdapter(
+            adapter.arg,
+            adapter.argv,
+            call_timeout=adapter.call_timeout,
+            env=adapter.env,
+            startup_timeout=adapter.startup_timeout,
+            box=adapter.box,  # sandboxed as the harness sandboxes it
+            served=adapter.served,
+        )
+    except ProcessStartError as exc:  # it started for the run, and not again: a failed test, not an error
+        fail((section,), f"a fresh process of {case.name}, started as the run started its first, failed: {exc}")
     connection = fresh._connection
     assert connection is not None
     try:
@@ -74,7 +77,6 @@ def exchange(case: Case, connection: Connection, data: bytes, sent: str, section
         tail = connection.stderr.tail()
         shown = f"\n  received: {exc.shown()}" if exc.received else ""
         fail(sections, f"sent {sent}: the process {exc.what}{shown}{chr(10) + tail if tail else ''}")
-    raise AssertionError("unreachable")
 
 
 # -- values written byte by byte (§15.3), for requests that the harness's encoder cannot make

@@ -26,3 +26,26 @@ def test_the_protocol_server_answers_every_request_of_section_15_6_as_a_program_
     ran = [t for t in report["tests"] if t["nodeid"].startswith("conformance/test_wire_process.py")]
     assert len(ran) == 24 and all(t["outcome"] == "passed" for t in ran), output[-3000:]
     assert report["summary"] == {"passed": 24}, report["summary"]
+
+
+def test_a_program_that_will_not_start_again_fails_the_protocol_tests_with_a_message(tmp_path: Path) -> None:
+    """A program that answered the run's handshake and cannot start a second time (it exits at
+    once when it finds the file its first start left): each §15.6 test, which starts a fresh
+    process, fails saying so; none is an error of the harness."""
+    server = shlex.join([sys.executable, "-m", "elmo_conformance.adapters.wire.server", str(EXAMPLE)])
+    program = tmp_path / "once" / "program.sh"
+    program.parent.mkdir()
+    program.write_text(
+        f'#!/bin/sh\nmark="$(dirname "$0")/started"\n[ -e "$mark" ] && exit 3\ntouch "$mark"\nexec {server}\n',
+        encoding="utf-8",
+    )
+    program.chmod(0o755)
+    code, report, output = run_suite_here(
+        tmp_path, f"cmd:{program}", "--dtype", "float64", "-k", "not_a_frame or unknown_function_or_mutant"
+    )
+    assert code == 1 and report is not None, output[-3000:]
+    ran = [t for t in report["tests"] if t["nodeid"].startswith("conformance/test_wire_process.py")]
+    assert len(ran) == 3 and all(t["outcome"] == "failed" for t in ran), [(t["nodeid"], t["outcome"]) for t in ran]
+    assert all(
+        "a fresh process of outside-mix, started as the run started its first, failed" in t["message"] for t in ran
+    )
