@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -324,3 +325,25 @@ def test_a_word_whose_dots_leave_a_non_folder_names_no_path(tmp_path: Path) -> N
     bound = {command[i + 1] for i, arg in enumerate(command[:-1]) if arg in ("--ro-bind", "--bind")}
     assert str(tmp_path / "sibling") not in bound, bound
     assert str(tmp_path / "build") in bound, bound
+
+
+@needs_bwrap
+def test_a_program_directly_in_the_temporary_folder_runs_and_cannot_change_itself(tmp_path: Path) -> None:
+    """`--impl cmd:/tmp/prog`: a program saved directly in the temporary folder, which the sandbox
+    hides, is bound by itself, read-only (the folder is never bound whole); it ran, saying "No such
+    file or directory", before."""
+    program = Path(tempfile.gettempdir()) / f"elmo-sandbox-test-{os.getpid()}-{time.time_ns()}.sh"
+    program.write_text('#!/bin/sh\necho ran\necho more >> "$0" && echo wrote || echo refused\n', encoding="utf-8")
+    program.chmod(0o755)
+    before = program.read_bytes()
+    try:
+        env = sandbox.environment(child_environment())
+        command = sandbox.Sandbox().command([str(program)], cwd=tmp_path, env=env)
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+        assert done.stdout == "ran\nrefused\n", done.stdout + done.stderr
+        assert program.read_bytes() == before
+        bound = {command[i + 1] for i, arg in enumerate(command[:-1]) if arg in ("--ro-bind", "--bind")}
+        assert os.path.realpath(tempfile.gettempdir()) not in bound, "the temporary folder is never bound whole"
+        assert f"--bind {program} " not in " ".join(command) + " ", "the program is bound read-only"
+    finally:
+        program.unlink()

@@ -220,7 +220,9 @@ class Sandbox:
         # A folder the harness made for it in the temporary folder (a mutant's scratch copy, a
         # job's unpacked submission), named on its command line, is its working copy too.
         scratch = os.path.realpath(tempfile.gettempdir())
-        writable += [p for p in named if _inside(p, scratch) and p != scratch and p not in HIDDEN]
+        writable += [
+            p for p in named if _inside(p, scratch) and p != scratch and p not in HIDDEN and os.path.isdir(p)
+        ]  # a folder: a file named directly in the temporary folder (a program) is bound read-only
         suite = _suite_paths()
         imports = [p for p in (env or {}).get("PYTHONPATH", "").split(os.pathsep) if p]
         readable = [*_python_paths(), *imports, *suite, *self.readable, *named, cwd]
@@ -399,7 +401,8 @@ def _walk(cwd: str, word: str) -> str | None:
 def _path_words(argv: Sequence[str], cwd: str) -> list[str]:
     """The folders of the words of `argv` that name existing files or folders (a program, its
     script, its data) or files to be made in an existing folder (an output): bound into the
-    sandbox when they lie under a hidden folder."""
+    sandbox when they lie under a hidden folder. An existing file that lies directly in a hidden
+    folder (`/tmp/prog`) is named itself, since the hidden folder is never bound as a whole."""
     found = []
     for word in argv:
         if "/" not in word and not word.startswith("."):
@@ -408,6 +411,8 @@ def _path_words(argv: Sequence[str], cwd: str) -> list[str]:
         if path is None:
             continue  # not a path the kernel would follow (`-c` code whose `..` leaves a non-folder)
         if os.path.isdir(path):
+            found.append(path)
+        elif os.path.exists(path) and os.path.dirname(path) in HIDDEN:
             found.append(path)
         elif os.path.exists(path) or os.path.isdir(os.path.dirname(path)):
             found.append(os.path.dirname(path))
