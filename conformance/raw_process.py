@@ -95,10 +95,6 @@ def string(value: str | bytes) -> bytes:
     return b"s" + text(value)
 
 
-def integer(n: int) -> bytes:
-    return b"i" + struct.pack("<q", n)
-
-
 def mapping(*entries: tuple[str | bytes, bytes]) -> bytes:
     """A map of already encoded values, keys as given (a duplicate or a bad key included)."""
     return b"m" + u32(len(entries)) + b"".join(text(key) + value for key, value in entries)

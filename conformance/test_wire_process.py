@@ -29,7 +29,6 @@ from elmo_conformance.conformance.raw_process import (
     exchange,
     framed,
     fresh_process,
-    integer,
     mapping,
     string,
     u32,
@@ -68,7 +67,7 @@ def call(case: Case, leave_out: int = 0, **fields: bytes) -> bytes:
     names = function.argument_names[: len(function.argument_names) - leave_out]
     message = {
         "type": string("call"),
-        "id": integer(ID),
+        "id": value(ID),
         "function": string(function.name),
         "mutant": value(None),
         "args": value({name: valid[name] for name in names}),
@@ -110,10 +109,10 @@ Body = Callable[[Case], bytes]
 
 # Bodies that are not exactly one value of §15.3: (what it is, the body).
 UNDECODABLE: list[tuple[str, Body]] = [
-    ("a value with the unknown tag 'x'", lambda case: mapping(("id", integer(ID)), ("type", b"x"))),
+    ("a value with the unknown tag 'x'", lambda case: mapping(("id", value(ID)), ("type", b"x"))),
     ("a string that is not UTF-8", lambda case: call(case, type=string(b"\xffcall"))),
-    ("a map key that is not UTF-8", lambda case: mapping(("id", integer(ID)), (b"ty\xc3pe", string("call")))),
-    ("a map with the key 'type' twice", lambda case: mapping(("id", integer(ID)), ("type", string("call")), ("type", string("call")))),
+    ("a map key that is not UTF-8", lambda case: mapping(("id", value(ID)), (b"ty\xc3pe", string("call")))),
+    ("a map with the key 'type' twice", lambda case: mapping(("id", value(ID)), ("type", string("call")), ("type", string("call")))),
     ("a bool array holding the byte 2", lambda case: call(case, mutant=b"ab1\x01" + U64_ONE + b"\x02")),
     ("an array of the unknown dtype 'q9'", lambda case: call(case, mutant=b"aq9\x01" + U64_ONE + b"\x00")),
     ("a list that says it holds 3 items and holds 1", lambda case: call(case, mutant=b"l" + u32(3) + b"n")),
@@ -133,14 +132,14 @@ def test_a_body_that_does_not_decode_is_a_protocol_error(case: Case, what: str, 
 # Values that decode but are not a call of §15.5: (what it is, the body, the id of the answer).
 NOT_A_CALL: list[tuple[str, Body, int | None]] = [
     ("a list, not a map", lambda case: value([1, 2]), None),
-    ("an integer, not a map", lambda case: integer(ID), None),
+    ("an integer, not a map", lambda case: value(ID), None),
     ("a map without 'type'", lambda case: call(case, type=b""), ID),
     ("a map of the unknown type 'bye'", lambda case: call(case, type=string("bye")), ID),
     ("a call without 'id'", lambda case: call(case, id=b""), None),
     ("a call whose 'id' is a string", lambda case: call(case, id=string("7")), None),
     ("a call whose 'id' is a float", lambda case: call(case, id=value(7.0)), None),
     ("a call without 'function'", lambda case: call(case, function=b""), ID),
-    ("a call whose 'function' is an integer", lambda case: call(case, function=integer(3)), ID),
+    ("a call whose 'function' is an integer", lambda case: call(case, function=value(3)), ID),
     ("a call without 'args'", lambda case: call(case, args=b""), ID),
     ("a call whose 'args' is a list", lambda case: call(case, args=value([1.0])), ID),
     ("a call whose 'args' lack the function's last argument", lambda case: call(case, leave_out=1), ID),

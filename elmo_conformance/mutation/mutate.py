@@ -1145,7 +1145,7 @@ def main(argv: list[str] | None = None) -> int:
     except EquivalentsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    args.stale = stale_entries(args.marked, every, files, Path(target.root))
+    args.stale = stale_entries(args.marked, every, files, target)
     if args.stale:
         print(
             f"mutate: {marks}: {len(args.stale)} entries name no generated mutant (the mutated line changed; "
@@ -1197,16 +1197,13 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
-def stale_entries(marked: dict[str, Equivalent], every: list[Generated], files: list[Path], root: Path) -> list[str]:
+def stale_entries(
+    marked: dict[str, Equivalent], every: list[Generated], files: list[Path], target: Target
+) -> list[str]:
     """The marked ids that no generated mutant has (its line changed), among the entries of the
     files mutated in this run: an entry whose `change` names another file (a run with --source
     on some of the files) is out of this run, not stale."""
-    mutated = set()
-    for file in files:
-        try:
-            mutated.add(Path(os.path.relpath(Path(file).resolve(), root.resolve())).as_posix())
-        except ValueError:  # another drive
-            continue
+    mutated = {target.relative(str(file)) for file in files}
     generated = {m.id for m in every}
 
     def in_this_run(entry: Equivalent) -> bool:
